@@ -1,0 +1,217 @@
+"""The one data contract every stage speaks: frozen records from a case to a submission.
+
+A report never recomputes anything: whatever a renderer shows is a field here.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class Status(str, Enum):
+    """What happened to one case (or, summarised, to one exercise)."""
+
+    PASSED = "passed"
+    FAILED = "failed"            # ran, returned a wrong answer
+    ERROR = "error"              # the student's code raised
+    TIMEOUT = "timeout"          # the call ran past the wall-time limit
+    CRASHED = "crashed"          # the sandboxed process died (exit, signal, memory)
+    FORBIDDEN = "forbidden"      # a forbidden API was used
+    NOT_IMPLEMENTED = "not implemented"
+    NOT_RUN = "not run"          # an earlier failure stopped this case
+    SKIPPED = "skipped"          # e.g. a CUDA-only check without CUDA
+
+    @property
+    def ok(self) -> bool:
+        return self is Status.PASSED
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    index: tuple[int, ...]
+    actual: float
+    expected: float
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """How one returned value compares with the reference (gpu-mode's verbose_allclose order:
+    shape and dtype first, then NaN/Inf, then the first few mismatches)."""
+
+    name: str                      # "out", "weights", "dW", ...
+    ok: bool
+    problem: str = ""              # one line, empty when ok
+    shape: tuple[int, ...] | None = None
+    expected_shape: tuple[int, ...] | None = None
+    dtype: str = ""
+    expected_dtype: str = ""
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    worst_index: tuple[int, ...] | None = None
+    mismatch_fraction: float | None = None
+    mismatches: tuple[Mismatch, ...] = ()
+    atol: float | None = None
+    rtol: float | None = None
+
+
+@dataclass(frozen=True)
+class Heatmap:
+    """A small 2-D slice of the student's and the reference's output, for the HTML report."""
+
+    title: str
+    student: tuple[tuple[float, ...], ...]
+    reference: tuple[tuple[float, ...], ...]
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    name: str
+    status: Status
+    description: str = ""          # shapes and dtypes of the inputs (never values of hidden cases)
+    hidden: bool = False
+    message: str = ""              # what went wrong, in the second person
+    comparisons: tuple[Comparison, ...] = ()
+    diagnosis: str = ""            # the known mistake this looks like, if any
+    heatmaps: tuple[Heatmap, ...] = ()
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class PerfResult:
+    """A timed comparison against the reference (filled by the performance stage)."""
+
+    name: str
+    status: Status
+    ratio: float | None = None
+    spread: float | None = None
+    threshold: float | None = None
+    device: str = "cpu"
+    message: str = ""
+    points: float = 0.0
+    max_points: float = 0.0
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ExerciseResult:
+    id: str                        # "attention.causal_mask"
+    status: Status
+    points: float
+    max_points: float
+    cases: tuple[CaseResult, ...] = ()
+    message: str = ""              # the headline for this exercise
+    diagnosis: str = ""            # the most frequent known mistake over the failing cases
+    notes: tuple[str, ...] = ()    # dependency substitution, salvaged module, ...
+    output: str = ""               # captured stdout/stderr of the student's code (truncated)
+    output_truncated: bool = False
+    reference: str = ""            # where the expected values came from
+    source_file: str = ""          # the student's file and the line of the function
+    source_line: int = 0
+    seconds: float = 0.0
+    performance: tuple[PerfResult, ...] = ()
+
+    @property
+    def module(self) -> str:
+        return self.id.split(".", 1)[0]
+
+    @property
+    def function(self) -> str:
+        return self.id.split(".", 1)[1]
+
+    @property
+    def passed(self) -> bool:
+        return self.status is Status.PASSED
+
+    @property
+    def cases_passed(self) -> int:
+        return sum(1 for c in self.cases if c.status is Status.PASSED)
+
+
+@dataclass(frozen=True)
+class SubmissionResult:
+    submission: str
+    exercises: tuple[ExerciseResult, ...]
+    settings: dict[str, Any] = field(default_factory=dict)   # resolved config shown in headers
+    errors: tuple[str, ...] = ()                             # submission-level problems
+    seconds: float = 0.0
+    grader_version: str = ""
+
+    @property
+    def score(self) -> float:
+        return round(sum(e.points for e in self.exercises), 4)
+
+    @property
+    def max_score(self) -> float:
+        return round(sum(e.max_points for e in self.exercises), 4)
+
+    @property
+    def all_passed(self) -> bool:
+        return bool(self.exercises) and all(e.passed for e in self.exercises) and not self.errors
+
+    def modules(self) -> dict[str, list[ExerciseResult]]:
+        out: dict[str, list[ExerciseResult]] = {}
+        for e in self.exercises:
+            out.setdefault(e.module, []).append(e)
+        return out
+
+
+def to_dict(obj: Any) -> Any:
+    """Plain JSON-ready data from any record here (enums by value)."""
+    if dataclasses.is_dataclass(obj):
+        d = {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        if isinstance(obj, SubmissionResult):
+            d.update(score=obj.score, max_score=obj.max_score)
+        return d
+    if isinstance(obj, Enum):
+        return obj.value
+    if isinstance(obj, (list, tuple)):
+        return [to_dict(x) for x in obj]
+    if isinstance(obj, dict):
+        return {str(k): to_dict(v) for k, v in obj.items()}
+    if isinstance(obj, float) and obj != obj:
+        return None
+    return obj
+
+
+def _tuple(x: Any) -> Any:
+    return tuple(_tuple(v) for v in x) if isinstance(x, list) else x
+
+
+def from_dict(data: dict[str, Any]) -> SubmissionResult:
+    """Inverse of to_dict for a SubmissionResult (the gradebook stores results as JSON)."""
+
+    def comparison(d):
+        d = dict(d)
+        d["mismatches"] = tuple(Mismatch(tuple(m["index"]), m["actual"], m["expected"]) for m in d["mismatches"])
+        for k in ("shape", "expected_shape", "worst_index"):
+            d[k] = _tuple(d[k]) if d[k] is not None else None
+        return Comparison(**d)
+
+    def case(d):
+        d = dict(d)
+        d["status"] = Status(d["status"])
+        d["comparisons"] = tuple(comparison(c) for c in d["comparisons"])
+        d["heatmaps"] = tuple(Heatmap(h["title"], _tuple(h["student"]), _tuple(h["reference"])) for h in d["heatmaps"])
+        return CaseResult(**d)
+
+    def perf(d):
+        d = dict(d)
+        d["status"] = Status(d["status"])
+        return PerfResult(**d)
+
+    def exercise(d):
+        d = dict(d)
+        d["status"] = Status(d["status"])
+        d["cases"] = tuple(case(c) for c in d["cases"])
+        d["notes"] = tuple(d["notes"])
+        d["performance"] = tuple(perf(p) for p in d.get("performance", ()))
+        return ExerciseResult(**d)
+
+    d = dict(data)
+    d.pop("score", None)
+    d.pop("max_score", None)
+    d["exercises"] = tuple(exercise(e) for e in d["exercises"])
+    d["errors"] = tuple(d["errors"])
+    return SubmissionResult(**d)

@@ -1,0 +1,157 @@
+"""The sandboxed side: imports the student's module and calls its functions on request.
+
+Runs in a process forked from the zygote (grader.sandbox.zygote). Everything it sends back
+is data in the wire format; nothing it says decides a grade by itself.
+"""
+from __future__ import annotations
+
+import importlib
+import io
+import os
+import socket
+import sys
+import time
+import traceback
+from typing import Any
+
+import torch
+
+from grader.sandbox import tripwires, wire
+from grader.sandbox.confine import confine
+
+def _student_traceback(exc: BaseException, workdir: str) -> str:
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith(workdir)]
+    lines = []
+    for f in frames[-6:]:
+        lines.append(f"  {os.path.relpath(f.filename, workdir)}, line {f.lineno}, in {f.name}")
+        if f.line:
+            lines.append(f"    {f.line.strip()}")
+    return "\n".join(lines)
+
+
+def _error(exc: BaseException, workdir: str) -> dict[str, Any]:
+    msg = str(exc)
+    if len(msg) > 2000:
+        msg = msg[:2000] + " ..."
+    return {"type": type(exc).__name__, "message": msg, "traceback": _student_traceback(exc, workdir)}
+
+
+def _snapshot(x: Any) -> Any:
+    if isinstance(x, torch.Tensor):
+        return x.detach().clone()
+    if isinstance(x, (list, tuple)):
+        return [_snapshot(v) for v in x]
+    if isinstance(x, dict):
+        return {k: _snapshot(v) for k, v in x.items()}
+    return None
+
+
+def _changed(before: Any, after: Any) -> bool:
+    if isinstance(before, torch.Tensor):
+        return not isinstance(after, torch.Tensor) or after.shape != before.shape or not torch.equal(
+            torch.nan_to_num(after.detach()), torch.nan_to_num(before))
+    if isinstance(before, list):
+        return not isinstance(after, (list, tuple)) or len(after) != len(before) or any(
+            _changed(b, a) for b, a in zip(before, after))
+    if isinstance(before, dict):
+        return not isinstance(after, dict) or any(_changed(v, after.get(k)) for k, v in before.items())
+    return False
+
+
+def _load(ref: str) -> Any:
+    mod, _, name = ref.partition(":")
+    return getattr(importlib.import_module(mod), name)
+
+
+def serve(sock: socket.socket, setup: dict[str, Any]) -> None:
+    workdir = setup["workdir"]
+    # Trusted code the child needs is imported before the path is narrowed to the student's folder.
+    substitutes = {name: _load(ref) for name, ref in setup.get("substitutes", {}).items()}
+    driver = _load(setup["driver"]) if setup.get("driver") else None
+    notes = confine(workdir, int(setup["memory_bytes"]), int(setup.get("file_bytes", 64 << 20)),
+                    setup.get("uid"), bool(setup.get("isolate_network", True)))
+    os.chdir(workdir)
+    sys.path[:] = [workdir] + [p for p in sys.path if p and os.path.isdir(p)
+                                and not os.path.exists(os.path.join(p, "solutions"))
+                                and not os.path.exists(os.path.join(p, "grader", "catalog"))]
+    torch.set_num_threads(int(setup.get("threads", 1)))
+    torch.manual_seed(0)
+    hits = tripwires.Hits()
+    rules = setup.get("forbidden", [])
+    saved = tripwires.install(rules, hits)
+    try:
+        module = importlib.import_module(setup["module"])
+    except BaseException as exc:  # SystemExit and KeyboardInterrupt at import are student errors too
+        sys.stdout.flush()
+        wire.send(sock, {"ready": False, "error": _error(exc, workdir), "hits": hits.items, "notes": notes})
+        return
+    for name, fn in substitutes.items():
+        setattr(module, name, fn)
+    wire.send(sock, {"ready": True, "notes": notes, "hits": hits.items,
+                     "functions": sorted(n for n in dir(module) if callable(getattr(module, n, None)))})
+    while True:
+        try:
+            req = wire.recv(sock)
+        except EOFError:
+            return
+        if req.get("op") != "call":
+            return
+        reply = _call(module, req, rules, hits, driver, workdir)
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BaseException:
+            pass
+        try:
+            wire.send(sock, reply)
+        except wire.WireError as e:
+            wire.send(sock, {"ok": False, "hits": hits.items,
+                             "error": {"type": "UnsendableResult", "message": str(e), "traceback": ""}})
+    tripwires.restore(saved)
+
+
+def _call(module, req, rules, hits, driver, workdir) -> dict[str, Any]:
+    name = req["function"]
+    fn = getattr(module, name, None)
+    if fn is None or not callable(fn):
+        return {"ok": False, "missing": True, "hits": hits.items,
+                "error": {"type": "MissingFunction", "message": name, "traceback": ""}}
+    args, kwargs = req.get("args", []), req.get("kwargs", {})
+    before = [_snapshot(a) for a in args], {k: _snapshot(v) for k, v in kwargs.items()}
+    watch = tripwires.AtenWatch(rules, hits) if any(r.get("aten") for r in rules) else None
+    start = time.perf_counter()
+    try:
+        if watch is not None:
+            watch.__enter__()
+        try:
+            if driver is not None and not req.get("plain"):
+                value = driver(module, name, *args, **kwargs)
+            else:
+                value = fn(*args, **kwargs)
+        finally:
+            if watch is not None:
+                watch.__exit__(None, None, None)
+    except BaseException as exc:
+        return {"ok": False, "hits": hits.items, "error": _error(exc, workdir),
+                "seconds": time.perf_counter() - start}
+    seconds = time.perf_counter() - start
+    modified = [f"argument {i + 1}" for i, (b, a) in enumerate(zip(before[0], args)) if _changed(b, a)]
+    modified += [k for k, b in before[1].items() if _changed(b, kwargs[k])]
+    return {"ok": True, "value": value, "hits": hits.items, "modified": modified, "seconds": seconds}
+
+
+def main(sock_fd: int, out_fd: int, setup: dict[str, Any]) -> None:
+    """Entry point after fork; never returns."""
+    code = 0
+    try:
+        os.dup2(out_fd, 1)
+        os.dup2(out_fd, 2)
+        os.close(out_fd)
+        sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", 0), write_through=True)
+        sys.stderr = io.TextIOWrapper(os.fdopen(2, "wb", 0), write_through=True)
+        sock = socket.socket(fileno=sock_fd)
+        serve(sock, setup)
+    except BaseException:
+        code = 3
+    finally:
+        os._exit(code)

@@ -1,0 +1,102 @@
+"""Confinement of the sandboxed child, applied right after fork (Linux).
+
+- its own session and process group (killed as a group);
+- rlimits: address space (what the zygote already mapped + the memory budget), file size, no core;
+- as root: a fresh network namespace (no network), and a private uid that keeps only
+  CAP_DAC_READ_SEARCH (it can read the Python installation wherever it lives, but cannot write
+  the grader's files or signal its processes);
+- Landlock, where the kernel has it: writes only beneath the child's working folder;
+- no new privileges; killed when the zygote dies.
+Each step that the machine cannot do is reported as a note, never silently skipped.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+import signal
+import struct
+
+PR_SET_PDEATHSIG = 1
+PR_SET_KEEPCAPS = 8
+PR_SET_NO_NEW_PRIVS = 38
+CLONE_NEWNET = 0x40000000
+CAP_DAC_READ_SEARCH = 2
+_SYS_LANDLOCK_CREATE_RULESET, _SYS_LANDLOCK_ADD_RULE, _SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
+_SYS_CAPSET = 126
+
+# Landlock filesystem write rights (ABI 1), plus REFER (ABI 2) and TRUNCATE (ABI 3).
+_LL_WRITE = sum(1 << b for b in (1, 4, 5, 6, 7, 8, 9, 10, 11, 12))
+_LL_REFER, _LL_TRUNCATE = 1 << 13, 1 << 14
+_LL_FILE_RIGHTS = (1 << 1) | _LL_TRUNCATE
+
+
+def _libc():
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _vm_size() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def confine(workdir: str, memory_bytes: int, file_bytes: int, uid: int | None, isolate_network: bool) -> list[str]:
+    notes: list[str] = []
+    libc = _libc()
+    os.setsid()
+    if memory_bytes > 0:
+        limit = _vm_size() + memory_bytes
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)     # writes past the cap fail instead of killing
+    os.environ["TMPDIR"] = workdir
+    if os.geteuid() == 0 and uid:
+        if isolate_network and libc.unshare(CLONE_NEWNET) != 0:
+            notes.append("no network namespace")
+        _drop_to(uid, libc)
+    libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    if not _landlock(workdir, libc):
+        notes.append("no Landlock")
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)   # after setuid, which clears it
+    return notes
+
+
+def _drop_to(uid: int, libc) -> None:
+    """Become `uid`, keeping only CAP_DAC_READ_SEARCH (read and search any file)."""
+    libc.prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0)
+    os.setgroups([])
+    os.setgid(uid)
+    os.setuid(uid)
+    header = struct.pack("Ii", 0x20080522, 0)               # _LINUX_CAPABILITY_VERSION_3, this thread
+    keep = 1 << CAP_DAC_READ_SEARCH
+    data = struct.pack("6I", keep, keep, 0, 0, 0, 0)          # effective, permitted, inheritable (x2 words)
+    hbuf, dbuf = ctypes.create_string_buffer(header), ctypes.create_string_buffer(data)
+    if libc.syscall(_SYS_CAPSET, hbuf, dbuf) != 0:
+        raise OSError(ctypes.get_errno(), "capset failed")
+
+
+def _landlock(workdir: str, libc) -> bool:
+    abi = libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, None, 0, 1)
+    if abi < 1:
+        return False
+    handled = _LL_WRITE | (_LL_REFER if abi >= 2 else 0) | (_LL_TRUNCATE if abi >= 3 else 0)
+    attr = ctypes.create_string_buffer(struct.pack("Q", handled))
+    ruleset = libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, attr, 8, 0)
+    if ruleset < 0:
+        return False
+    try:
+        for path, rights in ((workdir, handled), ("/dev/null", _LL_FILE_RIGHTS & handled)):
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            try:
+                rule = ctypes.create_string_buffer(struct.pack("=Qi", rights, fd))
+                if libc.syscall(_SYS_LANDLOCK_ADD_RULE, ruleset, 1, rule, 0) != 0:
+                    return False
+            finally:
+                os.close(fd)
+        return libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0) == 0
+    finally:
+        os.close(ruleset)

@@ -1,0 +1,280 @@
+"""The parent's handle on the sandbox: a warm zygote, and one confined child per exercise.
+
+    with Sandbox(limits) as sandbox:
+        session = sandbox.open(workdir, "attention", forbidden=[...], substitutes={...})
+        outcome = session.call("causal_mask", (4,), {}, timeout=10)
+        session.close()
+
+A session's child is killed (SIGTERM, then SIGKILL, its whole process group and, when the
+grader runs as root, every process of the child's private uid) on timeout and on close.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from grader.sandbox import wire
+
+
+@dataclass(frozen=True)
+class Limits:
+    memory_bytes: int = 2 << 30
+    output_bytes: int = 64 << 10
+    file_bytes: int = 64 << 20
+    threads: int = 1
+    isolate_network: bool = True
+    max_message: int = 256 << 20
+
+
+@dataclass
+class Outcome:
+    """What one call produced, seen from the parent. `kind` is one of:
+    ok, error, missing, timeout, crashed, protocol."""
+
+    kind: str
+    value: Any = None
+    error: dict[str, str] = field(default_factory=dict)
+    hits: list[dict[str, str]] = field(default_factory=list)
+    modified: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    detail: str = ""
+
+
+class SandboxError(Exception):
+    """The sandbox itself could not start (not the student's fault)."""
+
+
+class Sandbox:
+    def __init__(self, limits: Limits | None = None) -> None:
+        self.limits = limits or Limits()
+        self._zygote: subprocess.Popen | None = None
+        self._control: socket.socket | None = None
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.shutdown()
+
+    def start(self) -> None:
+        if self._zygote is not None and self._zygote.poll() is None:
+            return
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", OMP_NUM_THREADS=str(self.limits.threads))
+        env.pop("PYTHONSTARTUP", None)
+        pkg_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env["PYTHONPATH"] = pkg_root
+        self._zygote = subprocess.Popen(
+            [sys.executable, "-I", "-c", "import sys; sys.path.insert(0, %r); "
+             "from grader.sandbox.zygote import main; main(%d)" % (pkg_root, child.fileno())],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, pass_fds=(child.fileno(),),
+            env=env, cwd="/")
+        child.close()
+        self._control = parent
+        line = self._zygote.stdout.readline()
+        if line.strip() != b"ready":
+            raise SandboxError("the sandbox process failed to start (is torch importable in this Python?)")
+
+    def shutdown(self) -> None:
+        if self._control is not None:
+            self._control.close()
+            self._control = None
+        if self._zygote is not None:
+            self._zygote.kill()
+            self._zygote.wait()
+            self._zygote = None
+
+    def open(self, workdir: str, module: str, *, forbidden: list[dict[str, Any]] = (),
+             substitutes: dict[str, str] | None = None, driver: str | None = None,
+             import_timeout: float = 10.0) -> "Session":
+        self.start()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        out_r, out_w = os.pipe()
+        uid = None
+        if os.geteuid() == 0:
+            uid = 100000 + (int.from_bytes(os.urandom(3), "big") % 800000)
+            _chown_tree(workdir, uid)
+        setup = {"workdir": workdir, "module": module, "forbidden": list(forbidden),
+                 "substitutes": dict(substitutes or {}), "driver": driver, "memory_bytes": self.limits.memory_bytes,
+                 "file_bytes": self.limits.file_bytes, "threads": self.limits.threads, "uid": uid,
+                 "isolate_network": self.limits.isolate_network}
+        payload = json.dumps(setup).encode()
+        with self._lock:
+            socket.send_fds(self._control, [struct.pack(">I", len(payload)) + payload],
+                            [theirs.fileno(), out_w])
+            pid = struct.unpack(">I", self._control.recv(4))[0]
+        theirs.close()
+        os.close(out_w)
+        return Session(pid, uid, ours, out_r, self.limits, import_timeout)
+
+
+def _chown_tree(root: str, uid: int) -> None:
+    for dirpath, dirnames, filenames in os.walk(root):
+        os.chown(dirpath, uid, uid)
+        for f in filenames:
+            os.chown(os.path.join(dirpath, f), uid, uid)
+
+
+class _Drain(threading.Thread):
+    """Reads the child's stdout/stderr so it never blocks, keeping only the first bytes."""
+
+    def __init__(self, fd: int, keep: int) -> None:
+        super().__init__(daemon=True)
+        self.fd, self.keep = fd, keep
+        self.data = bytearray()
+        self.total = 0
+
+    def run(self) -> None:
+        try:
+            while True:
+                chunk = os.read(self.fd, 1 << 16)
+                if not chunk:
+                    break
+                self.total += len(chunk)
+                if len(self.data) < self.keep:
+                    self.data += chunk[: self.keep - len(self.data)]
+        finally:
+            os.close(self.fd)
+
+
+class Session:
+    """One confined child with the student's module imported."""
+
+    def __init__(self, pid: int, uid: int | None, sock: socket.socket, out_fd: int,
+                 limits: Limits, import_timeout: float) -> None:
+        self.pid, self.uid, self.sock, self.limits = pid, uid, sock, limits
+        self.drain = _Drain(out_fd, limits.output_bytes)
+        self.drain.start()
+        self.alive = True
+        self.ready = self._receive(import_timeout)
+
+    # -- calls ---------------------------------------------------------------------------
+    def call(self, function: str, args: tuple = (), kwargs: dict | None = None, *,
+             timeout: float = 10.0, plain: bool = False) -> Outcome:
+        """Call `function` (through the session's driver unless `plain`) with a wall-time limit."""
+        if not self.alive:
+            return Outcome("crashed", detail="the process had already stopped")
+        try:
+            wire.send(self.sock, {"op": "call", "function": function, "args": list(args),
+                                  "kwargs": dict(kwargs or {}), "plain": plain})
+        except OSError:
+            return self._died()
+        return self._receive(timeout)
+
+    def _receive(self, timeout: float) -> Outcome:
+        start = time.monotonic()
+        self.sock.settimeout(max(timeout, 0.01))
+        try:
+            reply = wire.recv(self.sock, self.limits.max_message)
+        except socket.timeout:
+            self.kill()
+            return Outcome("timeout", seconds=time.monotonic() - start)
+        except (EOFError, OSError):
+            return self._died()
+        except wire.WireError as e:
+            self.kill()
+            return Outcome("protocol", detail=str(e))
+        if not isinstance(reply, dict):
+            self.kill()
+            return Outcome("protocol", detail="malformed reply")
+        hits = reply.get("hits") or []
+        seconds = float(reply.get("seconds") or 0.0)
+        if reply.get("ready") is True or reply.get("ok") is True:
+            return Outcome("ok", value=reply.get("value", reply.get("functions")), hits=hits,
+                           modified=list(reply.get("modified") or []), seconds=seconds,
+                           detail="; ".join(reply.get("notes") or []))
+        kind = "missing" if reply.get("missing") else "error"
+        return Outcome(kind, error=dict(reply.get("error") or {}), hits=hits, seconds=seconds)
+
+    def _died(self) -> Outcome:
+        status = self.kill()
+        return Outcome("crashed", detail=status)
+
+    # -- teardown ------------------------------------------------------------------------
+    def kill(self) -> str:
+        """Stop the child and everything it started; returns how it ended, in words."""
+        if not self.alive:
+            return "stopped"
+        self.alive = False
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        for sig, wait in ((signal.SIGTERM, 0.2), (signal.SIGKILL, 0.0)):
+            try:
+                os.killpg(self.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                break
+            deadline = time.monotonic() + wait
+            while time.monotonic() < deadline and _exists(self.pid):
+                time.sleep(0.01)
+        if self.uid is not None:
+            _kill_uid(self.uid)
+        return "stopped"
+
+    def close(self) -> None:
+        if self.alive:
+            try:
+                wire.send(self.sock, {"op": "exit"})
+            except OSError:
+                pass
+            self.kill()
+        self.drain.join(timeout=2.0)
+
+    @property
+    def output(self) -> tuple[str, bool]:
+        text = bytes(self.drain.data).decode("utf-8", "replace")
+        return text, self.drain.total > len(self.drain.data)
+
+    @property
+    def output_total(self) -> int:
+        return self.drain.total
+
+
+def _exists(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _kill_uid(uid: int) -> None:
+    """Kill every process running as the child's private uid (catches setsid escapees)."""
+    for _ in range(3):
+        found = False
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    os.kill(int(entry), signal.SIGKILL)
+                    found = True
+            except (OSError, ProcessLookupError):
+                continue
+        if not found:
+            return
+        time.sleep(0.01)
+
+
+def copy_submission(files: dict[str, str], workdir: str) -> None:
+    """Write the module sources the child may import into its private working folder."""
+    os.makedirs(workdir, exist_ok=True)
+    for name, source in files.items():
+        with open(os.path.join(workdir, name), "w", encoding="utf-8") as f:
+            f.write(source)
+
+
+def remove_workdir(workdir: str) -> None:
+    shutil.rmtree(workdir, ignore_errors=True)

@@ -1,0 +1,90 @@
+"""Shared fixtures: one warm sandbox for the whole session, and builders of real submissions.
+
+- `grade_dir(path, *names)` grades a submission folder/zip/notebook and returns a SubmissionResult;
+- `make_submission(overrides)` writes a submission folder: every module of solutions/, with
+  whole modules replaced (`{"attention": source}`) or single functions replaced
+  (`{"attention.causal_mask": "def causal_mask(T): ..."}`);
+- `mistake_source(module, variant)` reads `def <function>__<variant>` from
+  tests/fixtures/mistakes/<module>.py and renames it to `<function>`.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from grader.catalog import select
+from grader.config import load_config
+from grader.engine import grade, limits_from
+from grader.sandbox.runner import Sandbox
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS = ROOT / "solutions"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def config():
+    return load_config(str(ROOT / "autograde.toml"), env={})
+
+
+@pytest.fixture(scope="session")
+def sandbox(config):
+    with Sandbox(limits_from(config)) as sb:
+        yield sb
+
+
+@pytest.fixture(scope="session")
+def grade_dir(sandbox, config):
+    def run(path, *names, cfg=None):
+        return grade(str(path), select(list(names)), cfg or config, sandbox=sandbox)
+    return run
+
+
+def replace_function(source: str, name: str, new: str) -> str:
+    tree = ast.parse(source)
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            start = (node.decorator_list[0].lineno if node.decorator_list else node.lineno) - 1
+            lines = source.splitlines()
+            return "\n".join(lines[:start] + textwrap.dedent(new).strip("\n").splitlines() + lines[node.end_lineno:]) + "\n"
+    raise KeyError(f"no function {name} in the module")
+
+
+def mistake_source(module: str, variant: str) -> str:
+    """`def f__variant(...)` from tests/fixtures/mistakes/<module>.py, renamed to `def f(...)`."""
+    path = FIXTURES / "mistakes" / f"{module}.py"
+    source = path.read_text()
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name.endswith(f"__{variant}"):
+            text = "\n".join(lines[node.lineno - 1:node.end_lineno])
+            return text.replace(f"def {node.name}(", f"def {node.name.split('__')[0]}(", 1)
+    raise KeyError(f"no variant {variant} in {path}")
+
+
+@pytest.fixture
+def make_submission(tmp_path):
+    def build(overrides: dict[str, str] | None = None, name: str = "submission") -> Path:
+        dest = tmp_path / name
+        dest.mkdir()
+        for f in SOLUTIONS.glob("*.py"):
+            shutil.copy(f, dest / f.name)
+        for key, source in (overrides or {}).items():
+            if "." in key:
+                module, function = key.split(".", 1)
+                path = dest / f"{module}.py"
+                path.write_text(replace_function(path.read_text(), function, source))
+            else:
+                (dest / f"{key}.py").write_text(source)
+        return dest
+    return build
+
+
+def statuses(result):
+    return {e.id: e.status.value for e in result.exercises}
