@@ -98,7 +98,7 @@ def compare_tensor(actual: Any, expected: torch.Tensor, name: str, tol, exact: b
     base.update(shape=tuple(actual.shape), dtype=dt(actual))
     kind = claimed_type(actual)
     if kind != "torch.Tensor":
-        return Comparison(ok=False, problem=f"returned a {kind}, not a plain torch.Tensor: "
+        return Comparison(ok=False, problem=f"returned an instance of {kind}, not a plain torch.Tensor: "
                           "return a real tensor (subclasses are not accepted)", **base)
     if claimed_requires_grad(actual):
         return Comparison(ok=False, problem="the returned tensor requires grad: this exercise is computed "

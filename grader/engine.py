@@ -30,6 +30,7 @@ from grader.loader import Submission, SubmissionError, load_submission, salvage
 from grader.results import CaseResult, ExerciseResult, Status, SubmissionResult
 from grader.sandbox.runner import Limits, Outcome, Sandbox, copy_submission, remove_workdir
 from grader import judging
+from grader.engine_util import clone as _clone
 
 
 def build_cases(spec: ExerciseSpec, secret_seed: int | None) -> list[Case]:
@@ -85,8 +86,10 @@ def grade(submission_path: str, specs: list[ExerciseSpec], config: Config,
     finally:
         if own:
             sandbox.shutdown()
+    broken = tuple(f"{m}.py does not import as written: {load.import_error}" for m, load in ctx.loads.items()
+                   if load.import_error)
     return SubmissionResult(submission=submission_path, exercises=exercises, settings=config.summary(),
-                            errors=submission.problems, seconds=time.monotonic() - start,
+                            errors=submission.problems + broken, seconds=time.monotonic() - start,
                             grader_version=__version__)
 
 
@@ -138,18 +141,6 @@ def _rationale(spec: ExerciseSpec, rule_name: str) -> str:
         if rule.name == rule_name:
             return f"Why: {rule.rationale}."
     return ""
-
-
-def _clone(x: Any) -> Any:
-    if isinstance(x, torch.Tensor):
-        return x.clone()
-    if isinstance(x, list):
-        return [_clone(v) for v in x]
-    if isinstance(x, tuple):
-        return tuple(_clone(v) for v in x)
-    if isinstance(x, dict):
-        return {k: _clone(v) for k, v in x.items()}
-    return x
 
 
 def _module_load(module: str, ctx: Context) -> _ModuleLoad:

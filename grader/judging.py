@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from grader import feedback
+from grader.engine_util import clone as _clone
 from grader.catalog.spec import Case, ExerciseSpec, Verdict
 from grader.compare import compare_outputs, matches
 from grader.results import CaseResult, Comparison, Heatmap, Status
@@ -165,7 +166,7 @@ class CaseRunner:
                               "work on new tensors and leave the inputs unchanged", verdict.comparisons)
         if verdict.ok:
             return self._result(case, ref, Status.PASSED, "", seconds, verdict.comparisons)
-        diagnosis = self._diagnose(case, value)
+        diagnosis = self._diagnose(case, value, ref)
         message = verdict.message
         if self.spec.localise is not None and not case.hidden:
             try:
@@ -185,10 +186,10 @@ class CaseRunner:
             raise ProbeError(outcome.kind)
         return outcome.value
 
-    def _diagnose(self, case: Case, value: Any) -> str:
+    def _diagnose(self, case: Case, value: Any, ref: Any) -> str:
         for mistake in self.spec.mistakes:
             try:
-                wrong = mistake.fn(*case.args, **case.kwargs)
+                wrong = _align(mistake.fn(*_clone(case.args), **_clone(dict(case.kwargs))), ref)
             except Exception:
                 continue
             if matches(value, wrong, self.spec.outputs, self.tol(case), self.spec.exact):
@@ -223,6 +224,20 @@ class CaseRunner:
             desc = f"{case.note} — {desc}"
         return CaseResult(name=case.name, status=status, description=desc, message=message, comparisons=comps,
                           diagnosis=diagnosis, heatmaps=heatmaps, seconds=seconds)
+
+
+def _align(wrong: Any, ref: Any) -> Any:
+    """Give a mistake's floating outputs the reference's float dtype (mistakes may compute in
+    float64); a float-vs-bool or float-vs-int difference is kept, since it can be the mistake."""
+    if isinstance(wrong, torch.Tensor) and isinstance(ref, torch.Tensor):
+        if wrong.is_floating_point() and ref.is_floating_point() and wrong.dtype != ref.dtype:
+            return wrong.to(ref.dtype)
+        return wrong
+    if isinstance(wrong, (list, tuple)) and isinstance(ref, (list, tuple)) and len(wrong) == len(ref):
+        return type(wrong)(_align(w, r) for w, r in zip(wrong, ref))
+    if isinstance(wrong, dict) and isinstance(ref, dict):
+        return {k: _align(v, ref.get(k)) for k, v in wrong.items()}
+    return wrong
 
 
 def _hidden_message(status: Status, message: str, comps) -> str:

@@ -103,48 +103,40 @@ def _from_zip(path: str) -> Submission:
 
 
 _SAFE_TOP = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-_HEAD = re.compile(r"^(?:@|def |async def |class |import |from |[A-Za-z_][\w.]*\s*[:=(]|if |for |while |try:|with |print\b|[A-Za-z_])")
+_BOUNDARY = re.compile(r"^(?:@|def |async def |class )")
+MAX_REPAIRS = 20
 
 
 def salvage(source: str) -> tuple[str, list[str]]:
     """A version of `source` that imports without running top-level code, and what was dropped.
 
-    Line numbers are kept (dropped lines become blank) so tracebacks still point at the
-    student's own lines. A syntax error drops only the top-level block that holds it.
+    A syntax error drops the top-level definition that holds it (from the `def`/`class` line
+    before the error to the next one); then top-level statements that run code (calls, loops,
+    `sys.exit()`) are dropped. Line numbers are kept (dropped lines become blank) so tracebacks
+    still point at the student's own lines.
     """
     lines = source.splitlines()
-    blocks: list[tuple[int, int]] = []           # [start, end) over lines
-    start = 0
-    for i, text in enumerate(lines):
-        if i and text and not text[0].isspace() and _HEAD.match(text) and not _continues(lines, i):
-            blocks.append((start, i))
-            start = i
-    blocks.append((start, len(lines)))
-    kept = [""] * len(lines)
     dropped: list[str] = []
-    for a, b in blocks:
-        chunk = "\n".join(lines[a:b])
-        if not chunk.strip():
-            continue
+    for _ in range(MAX_REPAIRS):
         try:
-            tree = ast.parse(chunk)
+            tree = ast.parse("\n".join(lines))
+            break
         except SyntaxError as e:
-            dropped.append(f"lines {a + 1}-{b}: syntax error ({e.msg}, line {a + (e.lineno or 1)})")
-            continue
-        if all(_safe(node) for node in tree.body):
-            kept[a:b] = lines[a:b]
-        else:
-            dropped.append(f"lines {a + 1}-{b}: top-level code that runs at import")
-    return "\n".join(kept) + "\n", dropped
-
-
-def _continues(lines: list[str], i: int) -> bool:
-    """Column-0 lines that belong to the previous block: else/elif/except/finally, closers, decorators' targets."""
-    text = lines[i]
-    if re.match(r"^(else|elif|except|finally)\b", text) or text[0] in ")]}":
-        return True
-    prev = next((lines[j] for j in range(i - 1, -1, -1) if lines[j].strip()), "")
-    return prev.startswith("@")
+            line = max(1, min(e.lineno or 1, len(lines)))
+            start = next((i for i in range(line - 1, -1, -1) if _BOUNDARY.match(lines[i])), 0)
+            while start > 0 and lines[start - 1].startswith("@"):
+                start -= 1
+            end = next((i for i in range(line, len(lines)) if _BOUNDARY.match(lines[i])), len(lines))
+            dropped.append(f"lines {start + 1}-{end}: syntax error ({e.msg}, line {line})")
+            lines[start:end] = [""] * (end - start)
+    else:
+        return "\n", dropped + ["the rest: too many syntax errors"]
+    for node in tree.body:
+        if not _safe(node):
+            first = node.lineno - 1
+            lines[first:node.end_lineno] = [""] * (node.end_lineno - first)
+            dropped.append(f"line {node.lineno}: top-level code that runs at import")
+    return "\n".join(lines) + "\n", dropped
 
 
 def _safe(node: ast.stmt) -> bool:

@@ -83,20 +83,24 @@ def forbidden_hits(source: str, function: str, rules: tuple[Forbidden, ...]) -> 
         return []
     aliases = _aliases(tree)
     hits: list[StaticHit] = []
-    for node in ast.walk(tree):     # ALWAYS applies to the whole module
-        names = []
-        if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names = [node.module]
-        for n in names:
-            if n.split(".")[0] in ALWAYS.static:
-                hits.append(StaticHit(ALWAYS.name, f"import {n}", node.lineno))
+    reachable = _reachable(tree, function)
+    # ALWAYS: imports at the top level count for every exercise, those in functions where reachable.
+    for scope in [tree.body, *[fn.body for fn in reachable]]:
+        for stmt in scope:
+            for node in ast.walk(stmt) if scope is not tree.body else [stmt]:
+                names = []
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module:
+                    names = [node.module]
+                for n in names:
+                    if n.split(".")[0] in ALWAYS.static:
+                        hits.append(StaticHit(ALWAYS.name, f"import {n}", node.lineno))
     dotted_rules = [(p, r) for r in rules for p in r.static if ":" not in p]
     leaf_rules = [(p.rsplit(".", 1)[-1], r) for p, r in dotted_rules]
     attr_rules = [(p[5:], r) for r in rules for p in r.static if p.startswith("attr:")]
     kw_rules = [(p[3:], r) for r in rules for p in r.static if p.startswith("kw:")]
-    for fn in _reachable(tree, function):
+    for fn in reachable:
         for stmt in _strip_docstring(fn):
             for node in ast.walk(stmt):
                 hits.extend(_check_node(node, aliases, dotted_rules, leaf_rules, attr_rules, kw_rules))

@@ -56,16 +56,20 @@ def replace_function(source: str, name: str, new: str) -> str:
 
 
 def mistake_source(module: str, variant: str) -> str:
-    """`def f__variant(...)` from tests/fixtures/mistakes/<module>.py, renamed to `def f(...)`."""
+    """`def f__variant(...)` from tests/fixtures/mistakes/<module>.py, renamed to `def f(...)`.
+
+    `variant` is the full name (`causal_mask__inverted`) or a suffix unique in the file (`inverted`).
+    """
     path = FIXTURES / "mistakes" / f"{module}.py"
     source = path.read_text()
-    tree = ast.parse(source)
     lines = source.splitlines()
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name.endswith(f"__{variant}"):
-            text = "\n".join(lines[node.lineno - 1:node.end_lineno])
-            return text.replace(f"def {node.name}(", f"def {node.name.split('__')[0]}(", 1)
-    raise KeyError(f"no variant {variant} in {path}")
+    found = [n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef)
+             and "__" in n.name and (n.name == variant or n.name.endswith(f"__{variant}"))]
+    if len(found) != 1:
+        raise KeyError(f"{len(found)} functions named like {variant} in {path}")
+    node = found[0]
+    text = "\n".join(lines[node.lineno - 1:node.end_lineno])
+    return text.replace(f"def {node.name}(", f"def {node.name.split('__')[0]}(", 1)
 
 
 @pytest.fixture

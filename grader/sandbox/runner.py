@@ -98,7 +98,6 @@ class Sandbox:
     def open(self, workdir: str, module: str, *, forbidden: list[dict[str, Any]] = (),
              substitutes: dict[str, str] | None = None, driver: str | None = None,
              import_timeout: float = 10.0) -> "Session":
-        self.start()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         out_r, out_w = os.pipe()
         uid = None
@@ -111,6 +110,7 @@ class Sandbox:
                  "isolate_network": self.limits.isolate_network}
         payload = json.dumps(setup).encode()
         with self._lock:
+            self.start()
             socket.send_fds(self._control, [struct.pack(">I", len(payload)) + payload],
                             [theirs.fileno(), out_w])
             pid = struct.unpack(">I", self._control.recv(4))[0]

@@ -1,0 +1,92 @@
+"""Gradescope's results.json (https://gradescope-autograders.readthedocs.io/en/latest/specs/).
+
+One correctness entry per exercise, `name` = the exercise id. When hidden cases ran, their
+share of the exercise's points is a separate entry `<id> [hidden cases]` whose visibility
+follows the configuration, and whose output never shows inputs or expected values.
+Performance results become their own entries and `leaderboard` rows.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from grader.results import ExerciseResult, Status, SubmissionResult
+
+
+def _case_lines(e: ExerciseResult, hidden: bool) -> list[str]:
+    lines: list[str] = []
+    if e.status is Status.NOT_IMPLEMENTED:
+        return lines
+    for c in e.cases:
+        if c.hidden != hidden:
+            continue
+        mark = "passed" if c.status is Status.PASSED else c.status.value
+        line = f"- {c.name}: {mark}"
+        if c.status is not Status.PASSED and c.message:
+            line += f" — {c.message.splitlines()[0]}"
+        if c.diagnosis:
+            line += f" (looks like: {c.diagnosis.split(':')[0]})"
+        lines.append(line)
+    return lines
+
+
+def _output(e: ExerciseResult, hidden: bool) -> str:
+    parts = [e.message] if not hidden else []
+    if e.diagnosis and not hidden:
+        parts.append(f"Looks like: {e.diagnosis}")
+    parts += _case_lines(e, hidden)
+    if not hidden:
+        parts += [f"Note: {n}" for n in e.notes]
+    return "\n".join(parts)
+
+
+def _share(e: ExerciseResult, cases, total: int) -> float:
+    """The points these cases earned (partial credit by cases passed; nothing when forbidden)."""
+    if e.status is Status.FORBIDDEN:
+        return 0.0
+    return e.max_points * sum(c.status is Status.PASSED for c in cases) / total
+
+
+def results_json(result: SubmissionResult, hidden_visibility: str = "after_published") -> dict[str, Any]:
+    tests: list[dict[str, Any]] = []
+    leaderboard: list[dict[str, Any]] = []
+    for e in result.exercises:
+        total = len(e.cases) or 1
+        public = [c for c in e.cases if not c.hidden]
+        hidden = [c for c in e.cases if c.hidden]
+        if not e.cases:             # nothing ran (missing module, forbidden API, broken submission)
+            public_share, public_score = e.max_points, e.points
+        else:
+            public_share = e.max_points * len(public) / total
+            public_score = _share(e, public, total)
+        tests.append({"name": e.id, "score": round(public_score, 4), "max_score": round(public_share, 4),
+                      "status": "passed" if e.passed else "failed", "output": _output(e, False),
+                      "output_format": "md", "visibility": "visible", "tags": [e.module]})
+        if hidden:
+            share = e.max_points * len(hidden) / total
+            score = _share(e, hidden, total)
+            ok = all(c.status is Status.PASSED for c in hidden)
+            tests.append({"name": f"{e.id} [hidden cases]", "score": round(score, 4), "max_score": round(share, 4),
+                          "status": "passed" if ok else "failed", "output": _output(e, True),
+                          "output_format": "md", "visibility": hidden_visibility, "tags": [e.module, "hidden"]})
+        for p in e.performance:
+            tests.append({"name": f"{e.id} [performance]", "score": p.points, "max_score": p.max_points,
+                          "status": "passed" if p.status is Status.PASSED else "failed",
+                          "output": p.message + (f" (ratio {p.ratio:.2f}x, limit {p.threshold}x)" if p.ratio else ""),
+                          "output_format": "text", "visibility": "visible", "tags": [e.module, "performance"]})
+            if p.ratio is not None:
+                leaderboard.append({"name": f"{e.id} time ratio", "value": round(p.ratio, 4), "order": "asc"})
+    score = round(sum(t["score"] for t in tests), 4)
+    out: dict[str, Any] = {
+        "score": score,
+        "max_score": round(sum(t["max_score"] for t in tests), 4),
+        "output": f"{score:g} / {result.max_score:g} points" + "".join(f"\n{err}" for err in result.errors),
+        "output_format": "text",
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "tests": tests,
+        "extra_data": {"grader_version": result.grader_version, "seconds": round(result.seconds, 3),
+                       "settings": result.settings},
+    }
+    if leaderboard:
+        out["leaderboard"] = leaderboard
+    return out
