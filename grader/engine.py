@@ -117,7 +117,7 @@ def grade_exercise(spec: ExerciseSpec, ctx: Context) -> ExerciseResult:
     load = _module_load(spec.module, ctx)
     cases = build_cases(spec, ctx.config.secret_seed)
     references = [spec.reference(*_clone(c.args), **_clone(dict(c.kwargs))) for c in cases]
-    runner = judging.CaseRunner(spec, ctx, load.files)
+    runner = judging.CaseRunner(spec, ctx, load.files, load.import_error)
     try:
         results = runner.run_all(cases, references)
     finally:
@@ -154,7 +154,8 @@ def _module_load(module: str, ctx: Context) -> _ModuleLoad:
         workdir = tempfile.mkdtemp(prefix="grader-import-")
         try:
             copy_submission({f"{m}.py": s for m, s in files.items()}, workdir)
-            session = ctx.sandbox.open(workdir, module, import_timeout=min(ctx.config.call_timeout, max(ctx.remaining(), 0.1)))
+            session = ctx.sandbox.open(workdir, module, import_timeout=min(max(ctx.config.call_timeout, judging.STARTUP_GRACE),
+                                                                           max(ctx.remaining(), 0.1)))
             outcome = session.ready
             session.close()
         finally:
@@ -174,7 +175,8 @@ def _module_load(module: str, ctx: Context) -> _ModuleLoad:
 
 def _import_failure(outcome: Outcome, config: Config) -> str:
     if outcome.kind == "timeout":
-        return f"importing it took longer than {config.call_timeout:g} s: is there an endless loop at the top level?"
+        return (f"importing it took longer than {max(config.call_timeout, judging.STARTUP_GRACE):g} s: "
+                "is there an endless loop at the top level?")
     if outcome.kind == "crashed":
         return "the process ended during import (os._exit() or a crash at the top level)"
     return feedback.error_message(outcome.error, config.memory_mb).split("\n")[0]

@@ -21,6 +21,9 @@ from grader.results import CaseResult, Comparison, Heatmap, Status
 from grader.sandbox.runner import Outcome, Session, copy_submission, remove_workdir
 
 HEATMAP_MAX = 24
+# Importing the module and a session's first call (lazy torch initialisation) get at least this
+# long, however short the per-call limit: a loaded machine must not turn start-up into a timeout.
+STARTUP_GRACE = 10.0
 
 
 class ProbeError(Exception):
@@ -28,8 +31,8 @@ class ProbeError(Exception):
 
 
 class CaseRunner:
-    def __init__(self, spec: ExerciseSpec, ctx, files: dict[str, str]) -> None:
-        self.spec, self.ctx, self.files = spec, ctx, files
+    def __init__(self, spec: ExerciseSpec, ctx, files: dict[str, str], import_error: str = "") -> None:
+        self.spec, self.ctx, self.files, self.import_error = spec, ctx, files, import_error
         self.session: Session | None = None
         self.workdir = ""
         self.forbidden_hits: list[dict[str, str]] = []
@@ -47,7 +50,8 @@ class CaseRunner:
         rules = [asdict(r) for r in self.spec.forbidden]
         self.session = self.ctx.sandbox.open(self.workdir, self.spec.module, forbidden=rules,
                                              substitutes=dict(self.spec.depends), driver=self.spec.driver,
-                                             import_timeout=self._timeout())
+                                             import_timeout=self._timeout(STARTUP_GRACE))
+        self._first_call = True
         ready = self.session.ready
         self._record_hits(ready)
         if ready.kind == "ok" and self.spec.function not in (ready.value or []):
@@ -78,8 +82,8 @@ class CaseRunner:
                          f"charged once, in its own exercise, not again here.")
         return notes
 
-    def _timeout(self) -> float:
-        return max(min(self.timeout, self.ctx.remaining()), 0.05)
+    def _timeout(self, at_least: float = 0.0) -> float:
+        return max(min(max(self.timeout, at_least), self.ctx.remaining()), 0.05)
 
     def _record_hits(self, outcome: Outcome) -> None:
         for h in outcome.hits:
@@ -103,13 +107,19 @@ class CaseRunner:
                     strikes += 1
                     continue
             if self._missing:
-                results.append(self._result(case, ref, Status.ERROR, f"no function named {self.spec.function} in "
-                                            f"{self.spec.module}.py: keep the name and signature of the stub"))
+                results.append(self._result(case, ref, Status.ERROR, self._missing_message()))
                 continue
             result = self.run_case(case, ref)
             strikes = strikes + 1 if result.status in (Status.TIMEOUT, Status.CRASHED) else 0
             results.append(result)
         return results
+
+    def _missing_message(self) -> str:
+        if self.import_error:
+            return (f"{self.spec.function} could not be loaded: {self.spec.module}.py does not import as written "
+                    f"({self.import_error}) and the grader had to skip the part that holds it")
+        return (f"no function named {self.spec.function} in {self.spec.module}.py: keep the name and "
+                "signature of the stub")
 
     def _import_problem(self, case: Case, ref: Any, ready: Outcome) -> CaseResult:
         if ready.kind == "timeout":
@@ -122,14 +132,16 @@ class CaseRunner:
 
     def run_case(self, case: Case, ref: Any) -> CaseResult:
         start = time.monotonic()
+        grace = STARTUP_GRACE if self._first_call else 0.0
+        self._first_call = False
         outcome = self.session.call(self.spec.function, case.args, dict(case.kwargs),
-                                    timeout=self._timeout())
+                                    timeout=self._timeout(grace))
         self._record_hits(outcome)
         seconds = time.monotonic() - start
         if outcome.kind == "ok":
             return self._judge(case, ref, outcome, seconds)
         if outcome.kind == "timeout":
-            return self._result(case, ref, Status.TIMEOUT, f"took longer than {self._timeout_said():g} s: "
+            return self._result(case, ref, Status.TIMEOUT, f"took longer than {self._timeout(grace):g} s: "
                                 "look for an endless loop, or a loop that could be a tensor operation", seconds)
         if outcome.kind in ("crashed", "protocol"):
             return self._result(case, ref, Status.CRASHED, "the process running your code ended without returning "
@@ -137,14 +149,11 @@ class CaseRunner:
                                 (f": {outcome.detail}" if outcome.kind == "protocol" else ""), seconds)
         if outcome.kind == "missing":
             self._missing = True
-            return self._result(case, ref, Status.ERROR, f"no function named {self.spec.function}", seconds)
+            return self._result(case, ref, Status.ERROR, self._missing_message(), seconds)
         if outcome.error.get("type") == "NotImplementedError":
             return self._result(case, ref, Status.NOT_IMPLEMENTED, "not implemented yet", seconds)
         return self._result(case, ref, Status.ERROR,
                             feedback.error_message(outcome.error, self.ctx.config.memory_mb), seconds)
-
-    def _timeout_said(self) -> float:
-        return self.timeout
 
     def tol(self, case: Case):
         cfg = self.ctx.config.exercise(self.spec.id)

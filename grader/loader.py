@@ -104,6 +104,7 @@ def _from_zip(path: str) -> Submission:
 
 _SAFE_TOP = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _BOUNDARY = re.compile(r"^(?:@|def |async def |class )")
+_TOP_LEVEL = re.compile(r"^(?!else\b|elif\b|except\b|finally\b)[^\s#)\]}]")   # a new top-level statement
 MAX_REPAIRS = 20
 
 
@@ -111,7 +112,8 @@ def salvage(source: str) -> tuple[str, list[str]]:
     """A version of `source` that imports without running top-level code, and what was dropped.
 
     A syntax error drops the top-level definition that holds it (from the `def`/`class` line
-    before the error to the next one); then top-level statements that run code (calls, loops,
+    before the error to the next top-level statement; if that guess cuts through a string,
+    the next parse fails further on and drops more); then top-level statements that run code (calls, loops,
     `sys.exit()`) are dropped. Line numbers are kept (dropped lines become blank) so tracebacks
     still point at the student's own lines.
     """
@@ -126,7 +128,7 @@ def salvage(source: str) -> tuple[str, list[str]]:
             start = next((i for i in range(line - 1, -1, -1) if _BOUNDARY.match(lines[i])), 0)
             while start > 0 and lines[start - 1].startswith("@"):
                 start -= 1
-            end = next((i for i in range(line, len(lines)) if _BOUNDARY.match(lines[i])), len(lines))
+            end = next((i for i in range(line, len(lines)) if _TOP_LEVEL.match(lines[i])), len(lines))
             dropped.append(f"lines {start + 1}-{end}: syntax error ({e.msg}, line {line})")
             lines[start:end] = [""] * (end - start)
     else:

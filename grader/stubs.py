@@ -21,8 +21,11 @@ class StubError(Exception):
     pass
 
 
-def _enclosing_functions(source: str) -> list[tuple[int, int, str]]:
-    tree = ast.parse(source)
+def _enclosing_functions(source: str, filename: str) -> list[tuple[int, int, str]]:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as e:
+        raise StubError(f"{filename}:{e.lineno}: the solution does not parse: {e.msg}") from None
     out = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -32,7 +35,7 @@ def _enclosing_functions(source: str) -> list[tuple[int, int, str]]:
 
 def make_stub(source: str, module: str, filename: str = "") -> str:
     """The stub text for one solution module."""
-    functions = _enclosing_functions(source)
+    functions = _enclosing_functions(source, filename or f"{module}.py")
     lines = source.splitlines()
     out: list[str] = []
     i = 0

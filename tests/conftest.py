@@ -27,6 +27,10 @@ SOLUTIONS = ROOT / "solutions"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
+def pytest_addoption(parser):
+    parser.addoption("--update-goldens", action="store_true", help="rewrite tests/goldens/ from the current renderers")
+
+
 @pytest.fixture(scope="session")
 def config():
     return load_config(str(ROOT / "autograde.toml"), env={})

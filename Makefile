@@ -1,0 +1,37 @@
+# Two commands do all set-up on a fresh machine:
+#   make grade   creates .venv if missing, installs the project, grades solutions/ and writes an HTML report
+#   make test    creates .venv if missing, installs the project, runs the whole test suite
+# Every install goes through constraints.txt (torch is pinned: never let a requirement pull another torch).
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+REPORT ?= reports/report.html
+PIP    := $(BIN)/python -m pip install --disable-pip-version-check -q -c constraints.txt
+
+.PHONY: grade test install stubs clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml constraints.txt | $(BIN)/python
+	$(PIP) torch==2.13.0
+	$(PIP) -e '.[test]'
+	@$(BIN)/python -c "import torch, sys; v = torch.__version__.split('+')[0]; sys.exit(0 if v == '2.13.0' else 'torch ' + v + ' installed, 2.13.0 required')"
+	@touch $@
+
+install: $(STAMP)
+
+grade: $(STAMP)
+	@mkdir -p $(dir $(REPORT))
+	$(BIN)/grader check --submission solutions --format html --output $(REPORT)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+stubs: $(STAMP)
+	$(BIN)/grader stubs
+
+clean:
+	rm -rf $(VENV) reports .pytest_cache

@@ -1,0 +1,82 @@
+"""End to end: the real `grader` command in a subprocess, its output lines and exit codes."""
+import json
+import os
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from conftest import ROOT
+
+GRADER = [sys.executable, "-m", "grader"]
+
+
+def grader(*args, cwd=ROOT, env=None):
+    return subprocess.run([*GRADER, *args], cwd=cwd, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **(env or {}), "NO_COLOR": "1"})
+
+
+def test_solutions_pass_with_exit_0():
+    p = grader("check", "attention", "--submission", "solutions", "--color", "never")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "PASS      causal_mask" in p.stdout and "Score: 9 / 9" in p.stdout
+
+
+def test_stubs_fail_with_exit_1_and_no_traceback():
+    p = grader("check", "attention.causal_mask", "--color", "never")
+    assert p.returncode == 1
+    assert "TODO" in p.stdout and "not implemented yet" in p.stdout
+    assert "Traceback" not in p.stdout + p.stderr
+
+
+def test_console_script_is_the_same_command():
+    p = subprocess.run([os.path.join(os.path.dirname(sys.executable), "grader"), "list"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and "attention.scaled_dot_product_attention" in p.stdout
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (("check", "attenton"), "unknown exercise or module 'attenton'. Did you mean 'attention'?"),
+    (("check", "attention", "--submission", "no/such/dir"), "no such file or folder"),
+    (("check", "attention", "--format", "pdf"), "unknown --format 'pdf'"),
+])
+def test_usage_errors_exit_2_with_a_clear_message(args, fragment):
+    p = grader(*args)
+    assert p.returncode == 2 and fragment in p.stderr and "Traceback" not in p.stderr
+
+
+def test_bad_config_exits_2_naming_the_key(tmp_path):
+    cfg = tmp_path / "autograde.toml"
+    cfg.write_text("[limits]\nmemory = 10\n")
+    p = grader("check", "attention", "--config", str(cfg))
+    assert p.returncode == 2 and "unknown key 'memory'" in p.stderr and str(cfg) in p.stderr
+
+
+def test_a_results_file_is_written_even_for_a_broken_submission(tmp_path):
+    bad = tmp_path / "broken.zip"
+    bad.write_bytes(b"not a zip at all")
+    out = tmp_path / "results.json"
+    p = grader("check", "attention", "--submission", str(bad), "--format", "json", "--output", str(out))
+    assert p.returncode == 1
+    data = json.loads(out.read_text())
+    assert data["score"] == 0 and data["max_score"] == 9
+    assert {t["name"] for t in data["tests"]} == {"attention.causal_mask", "attention.scaled_dot_product_attention",
+                                                  "attention.multi_head_attention", "attention.positional_encoding"}
+    assert "not a readable zip archive" in data["output"]
+
+
+def test_zip_submission_and_html_report(tmp_path):
+    z = tmp_path / "sub.zip"
+    with zipfile.ZipFile(z, "w") as f:
+        f.write(ROOT / "solutions" / "attention.py", "exercises/attention.py")
+    out = tmp_path / "report.html"
+    p = grader("check", "attention", "--submission", str(z), "--format", "html", "--output", str(out))
+    assert p.returncode == 0, p.stderr
+    html = out.read_text()
+    assert "<!DOCTYPE html>" in html and "9 / 9" in html and "http" not in html.replace("http-equiv", "")
+
+
+def test_stubs_check_agrees():
+    p = grader("stubs", "--check")
+    assert p.returncode == 0, p.stdout

@@ -1,0 +1,79 @@
+"""Comparison: shape and dtype first, then NaN/Inf, then error figures; zeros never pass."""
+import torch
+
+from grader.compare import compare_outputs, compare_tensor
+from grader.sandbox import wire
+
+TOL = lambda dtype: (1e-5, 1e-4)  # noqa: E731
+
+
+def test_equal_within_tolerance():
+    e = torch.randn(4, 5)
+    c = compare_tensor(e + 1e-7, e, "out", TOL)
+    assert c.ok and c.max_abs_error < 1e-6
+
+
+def test_zeros_never_pass_for_order_one_outputs():
+    e = torch.randn(8, 8)
+    c = compare_tensor(torch.zeros(8, 8), e, "out", TOL)
+    assert not c.ok and c.mismatch_fraction > 0.9
+
+
+def test_shape_mismatch_is_reported_before_values():
+    c = compare_tensor(torch.zeros(3, 4), torch.zeros(4, 3), "out", TOL)
+    assert not c.ok and c.problem == "shape (3, 4) but expected (4, 3)"
+
+
+def test_dtype_mismatch():
+    c = compare_tensor(torch.zeros(2, dtype=torch.float64), torch.zeros(2), "out", TOL)
+    assert not c.ok and "dtype float64 but expected float32" in c.problem
+
+
+def test_nan_where_reference_is_finite():
+    e = torch.ones(4)
+    a = e.clone()
+    a[2] = float("nan")
+    c = compare_tensor(a, e, "out", TOL)
+    assert not c.ok and "1 NaN" in c.problem and c.worst_index == (2,)
+
+
+def test_matching_infinities_and_nans_are_equal():
+    e = torch.tensor([float("-inf"), 1.0, float("nan")])
+    assert compare_tensor(e.clone(), e, "out", TOL).ok
+    assert not compare_tensor(torch.tensor([float("inf"), 1.0, float("nan")]), e, "out", TOL).ok
+
+
+def test_where_and_how_much():
+    e = torch.zeros(3, 4)
+    a = e.clone()
+    a[1, 2] = 0.5
+    c = compare_tensor(a, e, "out", TOL)
+    assert c.worst_index == (1, 2) and abs(c.max_abs_error - 0.5) < 1e-9
+    assert c.mismatches[0].index == (1, 2) and c.mismatch_fraction == 1 / 12
+
+
+def test_bool_tensors_compare_exactly():
+    e = torch.tril(torch.ones(3, 3, dtype=torch.bool))
+    c = compare_tensor(~e, e, "mask", TOL)
+    assert not c.ok and "values differ" in c.problem
+
+
+def test_tuple_outputs_are_reported_by_name():
+    e = (torch.ones(2), torch.zeros(2), torch.ones(3))
+    comps = compare_outputs((torch.ones(2), torch.ones(2), torch.ones(3)), e, ("dX", "dW", "db"), TOL)
+    assert [c.ok for c in comps] == [True, False, True] and comps[1].name == "dW"
+
+
+def test_wrong_arity_and_none():
+    (c,) = compare_outputs(torch.ones(2), (torch.ones(2), torch.ones(2)), ("out", "weights"), TOL)
+    assert not c.ok and "tuple of 2" in c.problem
+    c = compare_tensor(None, torch.ones(2), "out", TOL)
+    assert "None (did you forget a return statement?)" in c.problem
+
+
+def test_subclass_claimed_by_the_child_is_rejected():
+    class Friendly(torch.Tensor):
+        pass
+    back = wire.loads(wire.dumps(torch.ones(2).as_subclass(Friendly)))
+    c = compare_tensor(back, torch.ones(2), "out", TOL)
+    assert not c.ok and "not a plain torch.Tensor" in c.problem

@@ -1,0 +1,104 @@
+"""Every report format renders the same result; hidden cases never leak; HTML is self-contained.
+
+Golden files under tests/goldens/ are refreshed with `pytest --update-goldens`.
+"""
+import json
+import re
+
+import pytest
+
+from conftest import mistake_source
+from grader.reports import render
+from grader.reports.gradescope import results_json
+from grader.results import (CaseResult, Comparison, ExerciseResult, Heatmap, Mismatch, Status, SubmissionResult,
+                            from_dict, to_dict)
+
+
+@pytest.fixture(scope="module")
+def sdpa_mistake(grade_dir, tmp_path_factory):
+    import shutil
+    from conftest import SOLUTIONS, replace_function
+    d = tmp_path_factory.mktemp("sub")
+    shutil.copy(SOLUTIONS / "attention.py", d / "attention.py")
+    path = d / "attention.py"
+    path.write_text(replace_function(path.read_text(), "scaled_dot_product_attention",
+                                     mistake_source("attention", "scaled_dot_product_attention__wrong_dim")))
+    return grade_dir(d, "attention")
+
+
+def synthetic() -> SubmissionResult:
+    comp = Comparison(name="weights", ok=False, problem="3 of 16 values differ (18.8%); max abs error 0.5 at [1, 2]",
+                      shape=(4, 4), expected_shape=(4, 4), dtype="float32", expected_dtype="float32",
+                      max_abs_error=0.5, max_rel_error=1.0, worst_index=(1, 2), mismatch_fraction=0.1875,
+                      mismatches=(Mismatch((1, 2), 0.5, 0.0),), atol=1e-5, rtol=1e-4)
+    case = CaseResult(name="small", status=Status.FAILED, description="Q: (4, 8) float32", message=comp.problem,
+                      comparisons=(comp,), diagnosis="mask inverted: True means may attend",
+                      heatmaps=(Heatmap("weights (first slice)", ((0.0, 1.0), (0.5, 0.5)), ((1.0, 0.0), (0.5, 0.5))),))
+    hidden = CaseResult(name="hidden 1", status=Status.FAILED, hidden=True, description="inputs withheld (hidden case)",
+                        message="values differ from the reference (19% of them)",
+                        comparisons=(Comparison(name="weights", ok=False, problem="values differ"),))
+    ex = (ExerciseResult(id="attention.scaled_dot_product_attention", status=Status.FAILED, points=1.0, max_points=3.0,
+                         cases=(case, CaseResult(name="T=1", status=Status.PASSED), hidden),
+                         message="1 of 3 cases passed; first failure: small", diagnosis=case.diagnosis,
+                         reference="F.scaled_dot_product_attention", source_file="exercises/attention.py",
+                         source_line=47),
+          ExerciseResult(id="attention.causal_mask", status=Status.PASSED, points=1.0, max_points=1.0,
+                         cases=(CaseResult(name="T=4", status=Status.PASSED),), message="all 1 cases passed"))
+    return SubmissionResult(submission="exercises", exercises=ex, settings={"call_timeout_s": 10.0, "memory_mb": 2048},
+                            seconds=1.25, grader_version="0.1.0")
+
+
+@pytest.mark.parametrize("fmt,name", [("md", "report.md"), ("terminal", "report.txt")])
+def test_goldens(fmt, name, request):
+    from conftest import ROOT
+    text = render(synthetic(), fmt, color=False)
+    golden = ROOT / "tests" / "goldens" / name
+    if request.config.getoption("--update-goldens"):
+        golden.parent.mkdir(exist_ok=True)
+        golden.write_text(text)
+    assert text == golden.read_text(), f"{name} changed; if intended, run pytest --update-goldens"
+
+
+def test_results_round_trip_through_json():
+    r = synthetic()
+    assert from_dict(json.loads(json.dumps(to_dict(r)))) == r
+
+
+def test_gradescope_entries_split_hidden_points_and_follow_visibility():
+    data = results_json(synthetic(), hidden_visibility="after_due_date")
+    names = [t["name"] for t in data["tests"]]
+    assert names == ["attention.scaled_dot_product_attention", "attention.scaled_dot_product_attention [hidden cases]",
+                     "attention.causal_mask"]
+    public, hidden, mask = data["tests"]
+    assert public["score"] == pytest.approx(1.0) and public["max_score"] == pytest.approx(2.0)
+    assert hidden["score"] == 0 and hidden["max_score"] == pytest.approx(1.0) and hidden["visibility"] == "after_due_date"
+    assert data["score"] == pytest.approx(2.0) and data["max_score"] == pytest.approx(4.0)
+    assert "Q: (4, 8)" not in hidden["output"] and "hidden 1" in hidden["output"]
+    for t in data["tests"]:
+        assert {"name", "score", "max_score", "status", "output", "output_format", "visibility"} <= set(t)
+
+
+def test_html_shows_heatmaps_and_diagnosis_of_a_real_mistake(sdpa_mistake):
+    html = render(sdpa_mistake, "html")
+    assert "softmax over the wrong dim" in html
+    assert html.count('class="grid"') >= 2           # student and reference weights
+    assert not re.search(r"""(src|href)=["']?https?:""", html)
+
+
+def test_hidden_cases_never_reveal_inputs(grade_dir, config, make_submission):
+    import dataclasses
+    cfg = dataclasses.replace(config, secret_seed=987654)
+    sub = make_submission({"attention.positional_encoding": mistake_source("attention", "swapped")})
+    r = grade_dir(sub, "attention.positional_encoding", cfg=cfg)
+    (e,) = r.exercises
+    hidden = [c for c in e.cases if c.hidden]
+    assert hidden and all(c.status.value == "failed" for c in hidden)
+    for c in hidden:
+        assert c.description == "inputs withheld (hidden case)" and not c.heatmaps
+        assert all(not cmp.mismatches and cmp.worst_index is None for cmp in c.comparisons)
+        assert c.diagnosis.startswith("sin and cos swapped")
+    for fmt in ("md", "html", "json", "terminal"):
+        text = render(r, fmt, color=False)
+        for c in hidden:
+            assert c.name in text or fmt in ("terminal", "md")
+        assert "T: " not in "\n".join(line for line in text.splitlines() if "hidden" in line)
