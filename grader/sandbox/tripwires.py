@@ -43,9 +43,8 @@ def _resolve(dotted: str) -> tuple[Any, str]:
     raise LookupError(dotted)
 
 
-def install(rules: list[dict[str, Any]], hits: Hits) -> list[tuple[Any, str, Any]]:
-    """Replace each rule's `patch` targets with recording wrappers; returns what to restore."""
-    saved = []
+def install(rules: list[dict[str, Any]], hits: Hits) -> None:
+    """Replace each rule's `patch` targets with recording wrappers (the child lives for one exercise)."""
     for rule in rules:
         for dotted in rule.get("patch", ()):
             try:
@@ -53,14 +52,7 @@ def install(rules: list[dict[str, Any]], hits: Hits) -> list[tuple[Any, str, Any
                 original = getattr(owner, attr)
             except (LookupError, AttributeError):
                 continue
-            saved.append((owner, attr, original))
             setattr(owner, attr, _wire(original, rule["name"], dotted, hits))
-    return saved
-
-
-def restore(saved: list[tuple[Any, str, Any]]) -> None:
-    for owner, attr, original in reversed(saved):
-        setattr(owner, attr, original)
 
 
 def _wire(original: Any, rule: str, dotted: str, hits: Hits) -> Any:
