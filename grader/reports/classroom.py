@@ -1,0 +1,64 @@
+"""GitHub Classroom: the runner result that `autograding-grading-reporter` reads.
+
+The reporter (classroom-resources/autograding-grading-reporter, `src/main.js`) takes a comma-
+separated list of runner ids and, for each id, reads the environment variable
+`<ID>_RESULTS`: base64 of a JSON object. Its Classroom grade is the sum of `tests[].score`
+over the sum of `max_score`; its console lists each test as passed when `status == "pass"`
+and prints `message` otherwise; the check fails when a runner's `status` is "fail" or "error".
+The object follows the runner format of the Classroom Python grader (version 3):
+
+    {"version": 3, "status": "pass"|"fail"|"error", "max_score": 9,
+     "tests": [{"name": "attention.causal_mask", "status": "pass"|"fail"|"error",
+                "score": 1.0, "message": "...", "test_code": "", "filename": "exercises/attention.py",
+                "line_no": 20, "duration": 0.31}]}
+
+One test per exercise; `score` carries partial credit. `status` is "error" only when the
+submission as a whole could not be read. `render(result, "classroom")` is the JSON text;
+`encoded(result)` the base64 line value (`grader ci --classroom` writes `result=<it>` to
+$GITHUB_OUTPUT).
+"""
+from __future__ import annotations
+
+import base64
+import json
+import os
+from typing import Any
+
+from grader.reports import renderer
+from grader.reports.junit import failure_text
+from grader.results import ExerciseResult, SubmissionResult
+
+MAX_MESSAGE = 2000          # characters per test message: the whole object travels in one output line
+
+
+def _relative(path: str, root: str | None) -> str:
+    return os.path.relpath(os.path.abspath(path), root).replace(os.sep, "/") if root and path else path
+
+
+def _test(e: ExerciseResult, root: str | None) -> dict[str, Any]:
+    message = "" if e.passed else failure_text(e, location=False)
+    if len(message) > MAX_MESSAGE:
+        message = message[:MAX_MESSAGE - 20] + "\n[... shortened]"
+    return {"name": e.id, "status": "pass" if e.passed else "fail", "score": round(e.points, 4),
+            "message": message, "test_code": "", "filename": _relative(e.source_file, root),
+            "line_no": e.source_line, "duration": round(e.seconds, 3)}
+
+
+def classroom_result(result: SubmissionResult, root: str | None = None) -> dict[str, Any]:
+    tests = [_test(e, root) for e in result.exercises]
+    status = "error" if result.errors and not any(e.cases for e in result.exercises) else \
+        "pass" if result.all_passed else "fail"
+    out: dict[str, Any] = {"version": 3, "status": status, "max_score": round(result.max_score, 4), "tests": tests}
+    if result.errors:
+        out["message"] = "\n".join(result.errors)
+    return out
+
+
+@renderer("classroom")
+def classroom_json(result: SubmissionResult, root: str | None = None, **_: Any) -> str:
+    return json.dumps(classroom_result(result, root), ensure_ascii=False)
+
+
+def encoded(result: SubmissionResult, root: str | None = None) -> str:
+    """base64 of the JSON, one line, as the reporter's `<ID>_RESULTS` variable expects."""
+    return base64.b64encode(classroom_json(result, root).encode("utf-8")).decode("ascii")

@@ -1,0 +1,131 @@
+"""The pytest front-end (grader/pytest_plugin.py): `pytest` in a student's copy grades the exercises.
+
+End to end through a real `python -m pytest` subprocess on a temporary course copy; the
+"graded once" check runs pytest in-process to count calls of the engine.
+"""
+import ast
+import importlib.metadata
+import os
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from conftest import ROOT, mistake_source, replace_function
+
+# Once the `pytest11` entry point is installed, pytest loads the plugin by itself; loading it
+# again with -p would register it twice.
+INSTALLED = any(ep.value == "grader.pytest_plugin" for ep in importlib.metadata.entry_points(group="pytest11"))
+PLUGIN = [] if INSTALLED else ["-p", "grader.pytest_plugin"]
+pytest_plugins = ["pytester"]
+TWO = ["-m", "attention.causal_mask or attention.scaled_dot_product_attention"]
+
+
+def solution(function: str) -> str:
+    source = (ROOT / "solutions" / "attention.py").read_text()
+    node = next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == function)
+    return "\n".join(source.splitlines()[node.lineno - 1:node.end_lineno])
+
+
+def course_copy(root, functions):
+    """A student's copy: autograde.toml and exercises/attention.py, the stub with `functions` filled in."""
+    (root / "exercises").mkdir(parents=True)
+    shutil.copy(ROOT / "autograde.toml", root / "autograde.toml")
+    source = (ROOT / "exercises" / "attention.py").read_text()
+    for name, code in functions.items():
+        source = replace_function(source, name, code)
+    (root / "exercises" / "attention.py").write_text(source)
+    return root
+
+
+@pytest.fixture
+def student(tmp_path):
+    return course_copy(tmp_path / "course", {
+        "causal_mask": solution("causal_mask"),
+        "scaled_dot_product_attention": mistake_source("attention", "scaled_dot_product_attention__no_scale")})
+
+
+def pytest_run(cwd, *args):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "GRADER_SECRET"))}
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *PLUGIN, *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=600, env={**env, "NO_COLOR": "1"})
+
+
+def test_one_item_per_exercise_with_markers(student):
+    p = pytest_run(student, "--collect-only", "-q", "--strict-markers", "-m", "attention")
+    assert p.returncode == 0, p.stdout + p.stderr
+    ids = [line for line in p.stdout.splitlines() if "::" in line]
+    assert ids == ["exercises/attention.py::causal_mask", "exercises/attention.py::scaled_dot_product_attention",
+                   "exercises/attention.py::multi_head_attention", "exercises/attention.py::positional_encoding"]
+    p = pytest_run(student, "--collect-only", "-q", "-m", "attention.positional_encoding")
+    assert [line for line in p.stdout.splitlines() if "::" in line] == ["exercises/attention.py::positional_encoding"]
+
+
+def test_pass_fail_with_diagnosis_junit_and_points(student):
+    xml = student / "junit.xml"
+    p = pytest_run(student, "-rA", *TWO, f"--junitxml={xml}")
+    out = p.stdout
+    assert p.returncode == 1, out + p.stderr
+    assert "PASSED exercises/attention.py::causal_mask" in out
+    assert "FAILED exercises/attention.py::scaled_dot_product_attention" in out
+    assert "Looks like: missing 1/sqrt(d_k)" in out                     # the grader's diagnosis, not a traceback
+    assert "your function: exercises/attention.py:" in out and "Traceback" not in out
+    assert "grader: 1.5 / 4 points for exercises" in out
+    cases = {c.get("name"): c for c in ET.parse(xml).getroot().iter("testcase")}
+    assert set(cases) == {"causal_mask", "scaled_dot_product_attention"}
+    assert cases["causal_mask"].find("failure") is None
+    failure = cases["scaled_dot_product_attention"].find("failure")
+    assert "missing 1/sqrt(d_k)" in failure.get("message") and "1 of 6 cases passed" in failure.text
+    props = {p.get("name"): p.get("value") for p in cases["scaled_dot_product_attention"].iter("property")}
+    assert props == {"points": "0.5", "max_points": "3"}
+
+
+def test_the_module_is_graded_once_for_all_its_items(student, monkeypatch, pytester):
+    import grader.engine
+    calls = []
+    real = grader.engine.grade
+
+    def counting(path, specs, config, sandbox=None):
+        calls.append(sorted(s.id for s in specs))
+        return real(path, specs, config, sandbox)
+
+    monkeypatch.setattr(grader.engine, "grade", counting)
+    monkeypatch.chdir(student)
+    result = pytester.runpytest_inprocess(*PLUGIN, *TWO, str(student))
+    result.assert_outcomes(passed=1, failed=1, deselected=2)
+    assert calls == [["attention.causal_mask", "attention.scaled_dot_product_attention"]]
+
+
+def test_a_project_test_suite_beside_exercises_is_untouched(tmp_path):
+    """The project's own layout: autograde.toml, exercises/ and tests/ with testpaths = tests."""
+    root = course_copy(tmp_path / "project", {})
+    (root / "tests" / "fixtures").mkdir(parents=True)
+    (root / "tests" / "test_plain.py").write_text("def test_plain():\n    assert True\n")
+    shutil.copy(root / "exercises" / "attention.py", root / "tests" / "fixtures" / "attention.py")
+    (root / "pytest.ini").write_text("[pytest]\ntestpaths = tests\n")
+    p = pytest_run(root)
+    assert p.returncode == 0 and "1 passed" in p.stdout, p.stdout + p.stderr
+    assert "attention.py" not in p.stdout and "grader:" not in p.stdout
+    p = pytest_run(root, "tests", "exercises", "--collect-only", "-q")      # named explicitly, exercises/ is graded
+    assert "exercises/attention.py::causal_mask" in p.stdout and "tests/fixtures" not in p.stdout
+
+
+def test_this_repository_collects_no_exercises():
+    """tests/fixtures/submissions/*/attention.py lie under autograde.toml but outside exercises/."""
+    p = pytest_run(ROOT, "--collect-only", "-q", "tests/fixtures")
+    assert p.returncode == 5 and "no tests collected" in p.stdout, p.stdout + p.stderr
+    assert "attention.py::" not in p.stdout
+
+
+def test_switched_off_by_the_ini_option(student):
+    p = pytest_run(student, "--collect-only", "-q", "-o", "grader_collect=off")
+    assert p.returncode == 5 and "no tests collected" in p.stdout, p.stdout
+
+
+def test_a_bad_configuration_is_a_collection_error_naming_the_key(student):
+    (student / "autograde.toml").write_text('[course]\nsubmission = "exercises"\n[limits]\nmemory = 1\n')
+    p = pytest_run(student, "--collect-only", "-q")
+    assert p.returncode != 0
+    assert "unknown key 'memory'" in p.stdout and "autograde.toml" in p.stdout
