@@ -35,8 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from grader.catalog import SelectionError
     from grader.config import ConfigError
+    from grader.errors import SelectionError
     from grader.loader import SubmissionError
 
     parser = build_parser()

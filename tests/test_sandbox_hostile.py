@@ -127,3 +127,25 @@ def test_writes_outside_the_sandbox_fail(grade_dir):
     assert statuses(result)["attention.causal_mask"] == "passed"   # it swallowed the errors
     for target in (ROOT / "PWNED", ROOT / "tests" / "PWNED", Path("/tmp/grader-PWNED")):
         assert not target.exists(), target
+
+
+def test_reads_outside_the_sandbox_fail(grade_dir):
+    """Solutions, configuration and the grader's environment are out of reach at run time."""
+    result = run(grade_dir, "reads_outside")
+    e = next(x for x in result.exercises if x.id == "attention.causal_mask")
+    assert e.passed
+    assert "BEGIN SOLUTION" not in e.output and "[limits]" not in e.output
+    assert "READ " not in e.output and e.output.count("DENIED") >= 3, e.output
+
+
+def test_student_code_sees_no_secrets_from_the_environment(monkeypatch, config, tmp_path):
+    """The sandbox starts with an allow-listed environment: a CI token or the seed never reaches it."""
+    from grader.sandbox.runner import Sandbox, copy_submission
+    monkeypatch.setenv("GRADER_SECRET_SEED", "424242")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_secret")
+    copy_submission({"m.py": "import os\ndef env():\n    return dict(os.environ)\n"}, str(tmp_path))
+    with Sandbox() as sb:
+        session = sb.open(str(tmp_path), "m")
+        seen = session.call("env").value
+        session.close()
+    assert "GRADER_SECRET_SEED" not in seen and "GITHUB_TOKEN" not in seen and "PATH" in seen

@@ -10,6 +10,7 @@ import pkgutil
 from functools import lru_cache
 
 from grader.catalog.spec import ExerciseSpec
+from grader.errors import SelectionError
 
 COURSE_ORDER = ("neurons", "activations", "losses", "mlp", "cnn", "rnn", "lstm", "gru", "tokens",
                 "attention", "transformer", "moe")
@@ -28,10 +29,6 @@ def catalog() -> dict[str, ExerciseSpec]:
                 raise RuntimeError(f"exercise {spec.id} is defined twice in the catalog")
             specs[spec.id] = spec
     return specs
-
-
-class SelectionError(Exception):
-    pass
 
 
 def select(names: list[str] | tuple[str, ...]) -> list[ExerciseSpec]:

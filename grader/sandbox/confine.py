@@ -2,10 +2,12 @@
 
 - its own session and process group (killed as a group);
 - rlimits: address space (what the zygote already mapped + the memory budget), file size, no core;
-- as root: a fresh network namespace (no network), and a private uid that keeps only
-  CAP_DAC_READ_SEARCH (it can read the Python installation wherever it lives, but cannot write
-  the grader's files or signal its processes);
-- Landlock, where the kernel has it: writes only beneath the child's working folder;
+- as root: a fresh network namespace (no network), and a private uid (it cannot write the
+  grader's files or signal its processes) that keeps CAP_DAC_READ_SEARCH only when the Python
+  installation is not readable by other users (a pyenv under /root, say);
+- Landlock, where the kernel has it: writes only beneath the child's working folder (and /dev),
+  reads only beneath the Python installation, the grader package, system libraries and the
+  working folder — not the course folder with its solutions and configuration, nor secrets;
 - no new privileges; killed when the zygote dies.
 Each step that the machine cannot do is reported as a note, never silently skipped.
 """
@@ -26,9 +28,11 @@ _SYS_LANDLOCK_CREATE_RULESET, _SYS_LANDLOCK_ADD_RULE, _SYS_LANDLOCK_RESTRICT_SEL
 _SYS_CAPSET = 126
 
 # Landlock filesystem write rights (ABI 1), plus REFER (ABI 2) and TRUNCATE (ABI 3).
+_LL_EXECUTE, _LL_WRITE_FILE, _LL_READ_FILE, _LL_READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+_LL_READ = _LL_EXECUTE | _LL_READ_FILE | _LL_READ_DIR
 _LL_WRITE = sum(1 << b for b in (1, 4, 5, 6, 7, 8, 9, 10, 11, 12))
 _LL_REFER, _LL_TRUNCATE = 1 << 13, 1 << 14
-_LL_FILE_RIGHTS = (1 << 1) | _LL_TRUNCATE
+_LL_FILE_ONLY = _LL_EXECUTE | _LL_WRITE_FILE | _LL_READ_FILE | _LL_TRUNCATE   # rights a file rule may carry
 
 
 def _libc():
@@ -43,7 +47,8 @@ def _vm_size() -> int:
     return 0
 
 
-def confine(workdir: str, memory_bytes: int, file_bytes: int, uid: int | None, isolate_network: bool) -> list[str]:
+def confine(workdir: str, memory_bytes: int, file_bytes: int, uid: int | None, isolate_network: bool,
+            read_paths: list[str] = (), keep_read_cap: bool = True) -> list[str]:
     notes: list[str] = []
     libc = _libc()
     os.setsid()
@@ -57,42 +62,49 @@ def confine(workdir: str, memory_bytes: int, file_bytes: int, uid: int | None, i
     if os.geteuid() == 0 and uid:
         if isolate_network and libc.unshare(CLONE_NEWNET) != 0:
             notes.append("no network namespace")
-        _drop_to(uid, libc)
+        _drop_to(uid, libc, keep_read_cap)
     libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-    if not _landlock(workdir, libc):
+    if not _landlock(workdir, list(read_paths), libc):
         notes.append("no Landlock")
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)   # after setuid, which clears it
     return notes
 
 
-def _drop_to(uid: int, libc) -> None:
-    """Become `uid`, keeping only CAP_DAC_READ_SEARCH (read and search any file)."""
+def _drop_to(uid: int, libc, keep_read_cap: bool) -> None:
+    """Become `uid` with no capabilities, or only CAP_DAC_READ_SEARCH (read and search any file)."""
     libc.prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0)
     os.setgroups([])
     os.setgid(uid)
     os.setuid(uid)
     header = struct.pack("Ii", 0x20080522, 0)               # _LINUX_CAPABILITY_VERSION_3, this thread
-    keep = 1 << CAP_DAC_READ_SEARCH
+    keep = (1 << CAP_DAC_READ_SEARCH) if keep_read_cap else 0
     data = struct.pack("6I", keep, keep, 0, 0, 0, 0)          # effective, permitted, inheritable (x2 words)
     hbuf, dbuf = ctypes.create_string_buffer(header), ctypes.create_string_buffer(data)
     if libc.syscall(_SYS_CAPSET, hbuf, dbuf) != 0:
         raise OSError(ctypes.get_errno(), "capset failed")
 
 
-def _landlock(workdir: str, libc) -> bool:
+def _landlock(workdir: str, read_paths: list[str], libc) -> bool:
     abi = libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, None, 0, 1)
     if abi < 1:
         return False
-    handled = _LL_WRITE | (_LL_REFER if abi >= 2 else 0) | (_LL_TRUNCATE if abi >= 3 else 0)
+    handled = _LL_READ | _LL_WRITE | (_LL_REFER if abi >= 2 else 0) | (_LL_TRUNCATE if abi >= 3 else 0)
     attr = ctypes.create_string_buffer(struct.pack("Q", handled))
     ruleset = libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, attr, 8, 0)
     if ruleset < 0:
         return False
+    writable = _LL_READ | _LL_WRITE_FILE | (_LL_TRUNCATE if abi >= 3 else 0)
+    rules = [(workdir, handled), ("/dev", writable)] + [(p, _LL_READ) for p in read_paths]
     try:
-        for path, rights in ((workdir, handled), ("/dev/null", _LL_FILE_RIGHTS & handled)):
-            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        for path, rights in rules:
             try:
-                rule = ctypes.create_string_buffer(struct.pack("=Qi", rights, fd))
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                if not os.path.isdir(path):
+                    rights &= _LL_FILE_ONLY
+                rule = ctypes.create_string_buffer(struct.pack("=Qi", rights & handled, fd))
                 if libc.syscall(_SYS_LANDLOCK_ADD_RULE, ruleset, 1, rule, 0) != 0:
                     return False
             finally:

@@ -71,10 +71,8 @@ class Sandbox:
         if self._zygote is not None and self._zygote.poll() is None:
             return
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", OMP_NUM_THREADS=str(self.limits.threads))
-        env.pop("PYTHONSTARTUP", None)
-        pkg_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env["PYTHONPATH"] = pkg_root
+        pkg_root = _package_root()
+        env = _child_environment(pkg_root, self.limits.threads)
         self._zygote = subprocess.Popen(
             [sys.executable, "-I", "-c", "import sys; sys.path.insert(0, %r); "
              "from grader.sandbox.zygote import main; main(%d)" % (pkg_root, child.fileno())],
@@ -104,7 +102,9 @@ class Sandbox:
         if os.geteuid() == 0:
             uid = 100000 + (int.from_bytes(os.urandom(3), "big") % 800000)
             _chown_tree(workdir, uid)
-        setup = {"workdir": workdir, "module": module, "forbidden": list(forbidden),
+        read_paths = _read_paths()
+        setup = {"read_paths": read_paths, "keep_read_cap": not all(map(_world_readable, read_paths)),
+                 "workdir": workdir, "module": module, "forbidden": list(forbidden),
                  "substitutes": dict(substitutes or {}), "driver": driver, "memory_bytes": self.limits.memory_bytes,
                  "file_bytes": self.limits.file_bytes, "threads": self.limits.threads, "uid": uid,
                  "isolate_network": self.limits.isolate_network}
@@ -117,6 +117,49 @@ class Sandbox:
         theirs.close()
         os.close(out_w)
         return Session(pid, uid, ours, out_r, self.limits, import_timeout)
+
+
+# Only these variables reach student code: secrets in the grader's environment (a CI token,
+# the instructor's seed) must not. OPENBLAS_* and OMP_* keep the numeric libraries correct.
+_ENV_KEEP = ("PATH", "LANG", "LANGUAGE", "TZ", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES")
+_ENV_KEEP_PREFIX = ("LC_", "OPENBLAS_", "MKL_", "OMP_")
+
+
+def _package_root() -> str:
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _child_environment(pkg_root: str, threads: int) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k in _ENV_KEEP or k.startswith(_ENV_KEEP_PREFIX)}
+    env.update(PYTHONDONTWRITEBYTECODE="1", PYTHONNOUSERSITE="1", OMP_NUM_THREADS=str(threads),
+               PYTHONPATH=pkg_root, HOME="/nonexistent")
+    return env
+
+
+def _read_paths() -> list[str]:
+    """What sandboxed code may read (Landlock): Python, its packages, the grader package (not the
+    course folder around it: solutions, configuration), system libraries and the kernel's views."""
+    grader_pkg = os.path.join(_package_root(), "grader")
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, grader_pkg, "/usr", "/lib", "/lib64", "/bin",
+             "/proc", "/sys", "/etc/ld.so.cache", "/etc/localtime", "/etc/passwd", "/etc/group"}
+    root = _package_root()
+    for p in sys.path:
+        if p and os.path.isdir(p) and os.path.abspath(p) != root:
+            paths.add(os.path.abspath(p))
+    return sorted(p for p in paths if os.path.exists(p))
+
+
+def _world_readable(path: str) -> bool:
+    """Can a user who is neither owner nor group reach and read `path`?"""
+    path = os.path.abspath(path)
+    parts = path.split(os.sep)
+    for i in range(2, len(parts) + 1):
+        st = os.stat(os.sep.join(parts[:i]) or os.sep)
+        is_dir = os.path.isdir(os.sep.join(parts[:i]))
+        if is_dir and not st.st_mode & 0o001:
+            return False
+    st = os.stat(path)
+    return bool(st.st_mode & 0o004)
 
 
 def _chown_tree(root: str, uid: int) -> None:
