@@ -173,8 +173,9 @@ class CaseRunner:
         if verdict.ok and outcome.modified:
             verdict = Verdict(False, f"modified its input in place ({', '.join(outcome.modified)}): "
                               "work on new tensors and leave the inputs unchanged", verdict.comparisons)
-        if verdict.ok:
-            return self._result(case, ref, Status.PASSED, "", seconds, verdict.comparisons)
+        if verdict.ok:   # a judge may have something to say even on success (e.g. how long it took)
+            return self._result(case, ref, Status.PASSED, verdict.message if self.spec.judge else "",
+                                seconds, verdict.comparisons)
         diagnosis = self._diagnose(case, value, ref)
         message = verdict.message
         if self.spec.localise is not None and not case.hidden:

@@ -50,9 +50,9 @@ def install(rules: list[dict[str, Any]], hits: Hits) -> None:
             try:
                 owner, attr = _resolve(dotted)
                 original = getattr(owner, attr)
-            except (LookupError, AttributeError):
-                continue
-            setattr(owner, attr, _wire(original, rule["name"], dotted, hits))
+                setattr(owner, attr, _wire(original, rule["name"], dotted, hits))
+            except (LookupError, AttributeError, TypeError):
+                continue      # absent in this torch, or read-only (a C type): the ATen net remains
 
 
 def _wire(original: Any, rule: str, dotted: str, hits: Hits) -> Any:
@@ -74,6 +74,12 @@ def _wire(original: Any, rule: str, dotted: str, hits: Hits) -> Any:
 
 class AtenWatch(TorchDispatchMode):
     """Records forbidden ATen operators reached by any route."""
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # Otherwise TorchDispatchMode wraps __torch_dispatch__ in torch._disable_dynamo, whose
+        # first call imports torch._dynamo: about a second in every sandboxed child.
+        return False
 
     def __init__(self, rules: list[dict[str, Any]], hits: Hits) -> None:
         super().__init__()
