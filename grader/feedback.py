@@ -15,16 +15,18 @@ NOT_IMPLEMENTED = ("not implemented yet: replace the `raise NotImplementedError(
                    "with your code")
 
 
-def describe_value(x: Any) -> str:
+def describe_value(x: Any, depth: int = 0) -> str:
+    """Shapes and dtypes, never values; nested parameter bundles are summarised, not listed."""
     if isinstance(x, torch.Tensor):
         return f"{tuple(x.shape)} {str(x.dtype).replace('torch.', '')}"
     if isinstance(x, dict):
-        return "{" + ", ".join(f"{k}: {describe_value(v)}" for k, v in list(x.items())[:6]) + \
-               (", ..." if len(x) > 6 else "") + "}"
+        if depth >= 1 or len(x) > 8:
+            return f"{{{len(x)} entries: {', '.join(map(str, list(x)[:4]))}{', ...' if len(x) > 4 else ''}}}"
+        return "{" + ", ".join(f"{k}: {describe_value(v, depth + 1)}" for k, v in x.items()) + "}"
     if isinstance(x, (list, tuple)):
-        if len(x) > 4:
+        if len(x) > 4 or depth >= 1:
             return f"[{len(x)} items]"
-        return "[" + ", ".join(describe_value(v) for v in x) + "]"
+        return "[" + ", ".join(describe_value(v, depth + 1) for v in x) + "]"
     if isinstance(x, (str, bytes)):
         return repr(x) if len(x) <= 40 else f"{type(x).__name__} of length {len(x)}"
     if callable(x):
