@@ -57,23 +57,25 @@ def _read(path: str) -> str:
 
 
 def _from_dir(path: str) -> Submission:
-    files, origin = {}, {}
-    for name in sorted(os.listdir(path))[:MAX_FILES]:
+    """Modules from `*.py` files, and from `*.ipynb` notebooks for modules without a `.py`.
+    An unreadable notebook is a problem of that module only, not of the whole folder."""
+    files, origin, problems = {}, {}, []
+    names = sorted(os.listdir(path))[:MAX_FILES]
+    for name in names:
         full = os.path.join(path, name)
         if name.endswith(".py") and os.path.isfile(full) and not os.path.islink(full):
-            module = name[:-3]
-            files[module] = _read(full)
-            origin[module] = full
-    if not files:
-        nb = [n for n in sorted(os.listdir(path)) if n.endswith(".ipynb")]
-        if nb:
+            files[name[:-3]], origin[name[:-3]] = _read(full), full
+    for name in names:
+        full = os.path.join(path, name)
+        if name.endswith(".ipynb") and name[:-6] not in files and os.path.isfile(full):
             from grader.notebooks import notebook_source
-            for n in nb:
-                module = n[:-6]
-                files[module] = notebook_source(os.path.join(path, n))
-                origin[module] = os.path.join(path, n)
-    problems = () if files else (f"{path}: no .py modules found (expected files such as attention.py)",)
-    return Submission(path, files, origin, problems)
+            try:
+                files[name[:-6]], origin[name[:-6]] = notebook_source(full), full
+            except SubmissionError as e:
+                problems.append(str(e))
+    if not files and not problems:
+        problems.append(f"{path}: no .py modules found (expected files such as attention.py, or notebooks such as attention.ipynb)")
+    return Submission(path, files, origin, tuple(problems))
 
 
 def _from_zip(path: str) -> Submission:

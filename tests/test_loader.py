@@ -47,3 +47,11 @@ def test_salvage_drops_the_broken_definition_and_top_level_code():
     assert names == {"good"} and "LIMIT = 3" in fixed and "sys.exit" not in fixed
     assert len(fixed.splitlines()) == len(src.splitlines())       # line numbers kept
     assert any("syntax error" in d for d in dropped) and any("runs at import" in d for d in dropped)
+
+
+def test_a_corrupt_notebook_costs_only_its_module(tmp_path):
+    (tmp_path / "attention.py").write_text("x = 1\n")
+    (tmp_path / "tokens.ipynb").write_text("{ not json")
+    sub = load_submission(str(tmp_path))
+    assert sub.files == {"attention": "x = 1\n"}
+    assert len(sub.problems) == 1 and "tokens.ipynb" in sub.problems[0]

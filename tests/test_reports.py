@@ -102,3 +102,12 @@ def test_hidden_cases_never_reveal_inputs(grade_dir, config, make_submission):
         for c in hidden:
             assert c.name in text or fmt in ("terminal", "md")
         assert "T: " not in "\n".join(line for line in text.splitlines() if "hidden" in line)
+
+
+def test_html_escapes_whatever_the_student_printed():
+    r = synthetic()
+    e = r.exercises[0]
+    import dataclasses
+    evil = dataclasses.replace(r, exercises=(dataclasses.replace(e, output="<script>alert(1)</script>"),))
+    html = render(evil, "html")
+    assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html

@@ -19,7 +19,7 @@ from grader.results import SubmissionResult
 
 _TEMPLATES = os.path.join(os.path.dirname(__file__), "templates")
 _ENV = Environment(loader=FileSystemLoader(_TEMPLATES), undefined=StrictUndefined,
-                   autoescape=select_autoescape(["html", "j2.html"]), trim_blocks=True, lstrip_blocks=True,
+                   autoescape=select_autoescape(["html", "html.j2"]), trim_blocks=True, lstrip_blocks=True,
                    keep_trailing_newline=True)
 filters.register(_ENV)
 

@@ -1,0 +1,272 @@
+"""The nbgrader round trip, with the real nbgrader and a real Jupyter kernel.
+
+`grader notebooks` writes the attention source notebook into a temporary course directory;
+`nbgrader generate_assignment` releases it; two students hand it in (nbgrader's
+submitted/<student>/<assignment>/ layout): alice with the worked solutions, bob with scaled
+dot-product attention missing its 1/sqrt(d_k) (and some IPython magics); `nbgrader autograde`
+and `nbgrader generate_feedback` grade them in a kernel through the generated test cells.
+Then: the same notebooks through `grader check` and `grader batch`, and the grader's scores
+written with write_scores where `nbgrader export` reads them.
+"""
+from __future__ import annotations
+
+import copy
+import csv
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, SOLUTIONS, mistake_source
+from grader.catalog import catalog
+from grader.config import ExerciseConfig
+from grader.notebooks.generate import GRADE_ID, exercise_of_grade_id, grade_id_of, write_source_notebooks
+from grader.scoring import max_points
+
+try:
+    from nbgrader.api import Gradebook
+    from nbgrader.nbgraderformat import MetadataValidator
+except ImportError:                       # pragma: no cover - the test extras install it
+    pytest.fail("these tests need nbgrader and ipykernel: pip install -c constraints.txt nbgrader ipykernel",
+                pytrace=False)
+
+ASSIGNMENT = "ps1"
+ATTENTION = [i for i in catalog() if i.startswith("attention.")]
+BUGGY_SDPA = {"attention.causal_mask": 1.0, "attention.scaled_dot_product_attention": 0.5,
+              "attention.multi_head_attention": 3.0, "attention.positional_encoding": 2.0}
+
+
+def _env(tmp: Path) -> dict[str, str]:
+    """nbgrader and its kernels from this venv (nbgrader runs `alembic` from PATH), the grader from
+    this checkout, and Jupyter's user folders in the test's own directory."""
+    env = {k: v for k, v in os.environ.items() if k != "GRADER_SECRET_SEED"}
+    env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    for var, sub in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_DATA_DIR", "data"),
+                     ("JUPYTER_RUNTIME_DIR", "runtime"), ("IPYTHONDIR", "ipython")):
+        env[var] = str(tmp / "jupyter" / sub)
+    return env
+
+
+def _run(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
+    proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"{' '.join(args)} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+    return proc
+
+
+def _nbgrader(*args: str, course: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return _run([sys.executable, "-m", "nbgrader", *args], course, env)
+
+
+def _hand_in(release: dict, source: dict, replace: dict[str, str], extra_cell: str = "") -> dict:
+    """The released notebook with its solution cells written: the worked solution, or `replace[grade_id]`."""
+    answers = {c["metadata"]["nbgrader"]["grade_id"]: c["source"] for c in source["cells"]}
+    nb = copy.deepcopy(release)
+    for cell in nb["cells"]:
+        meta = cell["metadata"].get("nbgrader", {})
+        if meta.get("solution"):
+            cell["source"] = replace.get(meta["grade_id"], answers[meta["grade_id"]])
+    if extra_cell:
+        nb["cells"].insert(3, {"cell_type": "code", "execution_count": None, "id": "student-extra", "metadata": {},
+                               "outputs": [], "source": extra_cell})
+    return nb
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    """The course directory after generate_assignment, autograde and generate_feedback; `clean.db` is
+    the gradebook as generate_assignment left it (before any submission)."""
+    tmp = tmp_path_factory.mktemp("nbgrader")
+    root = tmp / "course"
+    env = _env(tmp)
+    _run([sys.executable, "-m", "grader", "notebooks", "attention", "--out", str(root), "--assignment", ASSIGNMENT,
+          "--config", str(ROOT / "autograde.toml")], ROOT, env)
+    (root / "nbgrader_config.py").write_text(
+        "c = get_config()\n"
+        f"c.CourseDirectory.root = {str(root)!r}\n"
+        "c.Execute.timeout = 180     # seconds per cell: a busy 2-core machine\n")
+    _nbgrader("generate_assignment", ASSIGNMENT, course=root, env=env)
+    shutil.copy(root / "gradebook.db", tmp / "clean.db")
+    release = json.loads((root / "release" / ASSIGNMENT / "attention.ipynb").read_text())
+    source = json.loads((root / "source" / ASSIGNMENT / "attention.ipynb").read_text())
+    bob = {"attention-scaled_dot_product_attention-solution":
+           mistake_source("attention", "scaled_dot_product_attention__no_scale")}
+    for student, nb in (("alice", _hand_in(release, source, {})),
+                        ("bob", _hand_in(release, source, bob, "%time x = 1\n!echo handed in late\nprint('hi')"))):
+        folder = root / "submitted" / student / ASSIGNMENT
+        folder.mkdir(parents=True)
+        (folder / "attention.ipynb").write_text(json.dumps(nb, indent=1))
+    _nbgrader("autograde", ASSIGNMENT, course=root, env=env)
+    _nbgrader("generate_feedback", ASSIGNMENT, course=root, env=env)
+    return {"root": root, "tmp": tmp, "env": env, "clean_db": tmp / "clean.db"}
+
+
+def _nbgrader_scores(db: Path, student: str) -> dict[str, float]:
+    with Gradebook(f"sqlite:///{db}", "") as gb:
+        sub = gb.find_submission(ASSIGNMENT, student)
+        return {exercise_of_grade_id(g.name): g.auto_score for nb in sub.notebooks for g in nb.grades}
+
+
+def _export(course: dict, db: Path) -> dict[str, dict[str, str]]:
+    out = course["tmp"] / f"{db.stem}.csv"
+    _nbgrader("export", "--to", str(out), f"--CourseDirectory.db_url=sqlite:///{db}", course=course["root"],
+              env=course["env"])
+    with open(out, newline="") as f:
+        return {row["student_id"]: row for row in csv.DictReader(f) if row["assignment"] == ASSIGNMENT}
+
+
+# ---------------------------------------------------------------------------------- generation
+def test_generated_source_notebook_is_valid_nbgrader(tmp_path, config):
+    """Cell metadata as nbgrader's schema v3 requires; points and ids from the catalog and autograde.toml."""
+    import nbformat
+    path, = write_source_notebooks(str(SOLUTIONS), str(tmp_path), config, ["attention"])
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    MetadataValidator().validate_nb(nb)
+    grade = {c.metadata.nbgrader.grade_id: c for c in nb.cells if c.metadata.nbgrader["grade"]}
+    assert sorted(grade) == sorted(grade_id_of(i) for i in ATTENTION)
+    for gid, cell in grade.items():
+        spec = catalog()[exercise_of_grade_id(gid)]
+        meta = cell.metadata.nbgrader
+        assert (meta.locked, meta.solution, meta.schema_version) == (True, False, 3)
+        assert meta.points == max_points(spec, config)
+        assert f"check({spec.id!r}, {spec.function}, points={meta.points!r}).award()" in cell.source
+    solutions = [c for c in nb.cells if c.metadata.nbgrader["solution"]]
+    assert len(solutions) == 4
+    assert all("### BEGIN SOLUTION" in c.source and "### END SOLUTION" in c.source for c in solutions)
+    assert all(GRADE_ID.match(c.metadata.nbgrader.grade_id) for c in nb.cells)
+    assert any("Trust model" in c.source for c in nb.cells if c.cell_type == "markdown")
+    assert any("sqrt(d\\_k)" in c.source or "sqrt(d_k)" in c.source for c in nb.cells if c.cell_type == "markdown")
+
+
+def test_every_module_makes_a_valid_nbgrader_notebook(tmp_path, config):
+    import nbformat
+    paths = write_source_notebooks(str(SOLUTIONS), str(tmp_path), config)
+    assert sorted(Path(p).stem for p in paths) == sorted(p.stem for p in SOLUTIONS.glob("*.py"))
+    for path in paths:
+        nb = nbformat.read(path, as_version=4)
+        nbformat.validate(nb)                                    # cell ids: nbformat 4.5's pattern and length
+        MetadataValidator().validate_nb(nb)
+        module = Path(path).stem
+        graded = sorted(exercise_of_grade_id(c.metadata.nbgrader.grade_id) for c in nb.cells if c.metadata.nbgrader["grade"])
+        assert graded == sorted(i for i, s in catalog().items() if s.module == module), module
+
+
+def test_grader_notebooks_rejects_an_unknown_module(tmp_path, capsys):
+    from grader.cli import main
+    assert main(["notebooks", "atention", "--out", str(tmp_path), "--config", str(ROOT / "autograde.toml")]) == 2
+    assert "Did you mean 'attention'" in capsys.readouterr().err
+    assert not (tmp_path / "source").exists()
+
+
+def test_grade_ids_map_back_to_exercise_ids():
+    for exercise_id in catalog():
+        gid = grade_id_of(exercise_id)
+        assert GRADE_ID.match(gid) and "." not in gid
+        assert exercise_of_grade_id(gid) == exercise_id
+
+
+# ------------------------------------------------------------------------------ nbgrader itself
+@pytest.mark.slow
+def test_generate_assignment_releases_the_student_version(course):
+    release = json.loads((course["root"] / "release" / ASSIGNMENT / "attention.ipynb").read_text())
+    text = json.dumps(release)
+    assert "### BEGIN SOLUTION" not in text and "math.sqrt(d_k)" not in text
+    solutions = [c for c in release["cells"] if c["metadata"].get("nbgrader", {}).get("solution")]
+    assert all("raise NotImplementedError()" in "".join(c["source"]) for c in solutions)
+
+
+@pytest.mark.slow
+def test_autograde_gives_full_and_partial_marks(course, config):
+    db = course["root"] / "gradebook.db"
+    assert _nbgrader_scores(db, "alice") == {i: max_points(catalog()[i], config) for i in ATTENTION}
+    assert _nbgrader_scores(db, "bob") == BUGGY_SDPA
+
+
+@pytest.mark.slow
+def test_feedback_shows_the_diagnosis(course):
+    feedback = course["root"] / "feedback"
+    bob = (feedback / "bob" / ASSIGNMENT / "attention.html").read_text()
+    alice = (feedback / "alice" / ASSIGNMENT / "attention.html").read_text()
+    assert "missing 1/sqrt(d_k)" in bob and "divide the scores Q K^T by sqrt(d_k)" in bob
+    assert "Looks like" not in alice
+
+
+@pytest.fixture(scope="module")
+def graded(course, grade_dir):
+    """The engine's results on the submitted notebooks (alice's as nbgrader's folder, bob's as the file)."""
+    submitted = course["root"] / "submitted"
+    return {"alice": grade_dir(submitted / "alice" / ASSIGNMENT, "attention"),
+            "bob": grade_dir(submitted / "bob" / ASSIGNMENT / "attention.ipynb", "attention")}
+
+
+@pytest.mark.slow
+def test_grader_check_on_the_submitted_notebook_agrees_with_nbgrader(course, graded):
+    """The real command on bob's notebook (partial credit: where a disagreement would show), the engine on both."""
+    notebook = course["root"] / "submitted" / "bob" / ASSIGNMENT / "attention.ipynb"
+    proc = subprocess.run([sys.executable, "-m", "grader", "check", "attention", "--format", "json",
+                           "--submission", str(notebook), "--config", str(ROOT / "autograde.toml")],
+                          cwd=ROOT, env=course["env"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stderr           # 1: something failed
+    ours = {t["name"]: t["score"] for t in json.loads(proc.stdout)["tests"]}
+    db = course["root"] / "gradebook.db"
+    assert ours == _nbgrader_scores(db, "bob") == BUGGY_SDPA
+    for student, result in graded.items():
+        assert {e.id: e.points for e in result.exercises} == _nbgrader_scores(db, student)
+
+
+# ------------------------------------------------------------------------------ write_scores
+@pytest.mark.slow
+def test_write_scores_lands_where_nbgrader_export_reads(course, graded, tmp_path):
+    from grader.nbgrader_export import write_scores
+    db = tmp_path / "gradebook.db"
+    shutil.copy(course["clean_db"], db)
+    report = write_scores(str(db), ASSIGNMENT, {"carol": graded["alice"], "dave": graded["alice"]})
+    assert report.written == {"carol": 4, "dave": 4} and not report.not_in_assignment
+    again = write_scores(str(db), ASSIGNMENT, {"carol": graded["bob"]})      # a re-run updates in place
+    assert again.written == {"carol": 4}
+    rows = _export(course, db)
+    assert (float(rows["carol"]["score"]), float(rows["carol"]["max_score"])) == (6.5, 9.0)
+    assert float(rows["dave"]["score"]) == 9.0
+    assert _nbgrader_scores(db, "carol") == BUGGY_SDPA
+
+
+@pytest.mark.slow
+def test_write_scores_says_what_is_missing(course, grade_dir, tmp_path, make_submission, config):
+    """A missing gradebook or assignment names the nbgrader command to run; exercises without a cell,
+    and points that differ from the notebook's, are reported (the score is capped at the cell's points)."""
+    from grader.nbgrader_export import GradebookError, write_scores
+    db = tmp_path / "gradebook.db"
+    shutil.copy(course["clean_db"], db)
+    with pytest.raises(GradebookError, match="no such gradebook; run `nbgrader generate_assignment ps1`"):
+        write_scores(str(tmp_path / "missing.db"), ASSIGNMENT, {})
+    with pytest.raises(GradebookError, match="no assignment 'ps2'; did you forget to run"):
+        write_scores(str(db), "ps2", {})
+    five = dataclasses.replace(config, exercises={**config.exercises, "attention.causal_mask": ExerciseConfig(points=5)})
+    result = grade_dir(make_submission(), "attention.causal_mask", "activations.sigmoid", cfg=five)
+    report = write_scores(str(db), ASSIGNMENT, {"erin": result})
+    assert report.written == {"erin": 1} and report.not_in_assignment == {"erin": ["activations.sigmoid"]}
+    assert report.max_points_differ == {"attention.causal_mask": (5.0, 1.0)}
+    assert _nbgrader_scores(db, "erin")["attention.causal_mask"] == 1.0
+
+
+@pytest.mark.slow
+def test_grader_batch_records_scores_in_the_nbgrader_gradebook(course, tmp_path):
+    """bob's submission only (one student keeps the batch short; alice's path is the same)."""
+    if not (ROOT / "grader" / "commands" / "batch.py").exists():
+        pytest.skip("grader batch is not there yet")
+    db = tmp_path / "gradebook.db"
+    shutil.copy(course["clean_db"], db)
+    submitted = tmp_path / "submitted"
+    shutil.copytree(course["root"] / "submitted" / "bob", submitted / "bob")
+    _run([sys.executable, "-m", "grader", "batch", str(submitted), "attention", "--jobs", "1",
+          "--out", str(tmp_path / "out"), "--assignment", ASSIGNMENT, "--nbgrader-db", str(db),
+          "--config", str(ROOT / "autograde.toml")], ROOT, course["env"])
+    rows = _export(course, db)
+    assert {s: float(r["score"]) for s, r in rows.items()} == {"bob": 6.5}
+    assert _nbgrader_scores(db, "bob") == BUGGY_SDPA
