@@ -68,3 +68,11 @@ def test_a_pickle_is_just_bytes_that_fail_to_parse():
     import pickle
     with pytest.raises(wire.WireError):
         wire.loads(pickle.dumps({"x": 1}))
+
+
+def test_zero_dim_and_odd_strided_tensors():
+    scalar = torch.tensor(3.5)
+    back = wire.loads(wire.dumps(scalar))
+    assert back.shape == () and back.item() == 3.5
+    odd = torch.einsum("nchw->nc", torch.ones(2, 3, 4, 4))[:, :, None, None]
+    assert torch.equal(wire.loads(wire.dumps(odd)), odd)

@@ -105,7 +105,7 @@ def serve(sock: socket.socket, setup: dict[str, Any]) -> None:
             pass
         try:
             wire.send(sock, reply)
-        except wire.WireError as e:
+        except Exception as e:      # anything the student returned that cannot travel
             wire.send(sock, {"ok": False, "hits": hits.items,
                              "error": {"type": "UnsendableResult", "message": str(e), "traceback": ""}})
 

@@ -44,9 +44,10 @@ def _encode(obj: Any, buffers: list[bytes], depth: int = 0) -> Any:
         kind = type(obj).__module__ + "." + type(obj).__qualname__
         if str(t.dtype) not in _DTYPES:
             raise WireError(f"tensors of dtype {t.dtype} cannot be returned")
-        t = torch.Tensor.contiguous(torch.Tensor.cpu(t.as_subclass(torch.Tensor)))
+        # reshape(-1) after contiguous(): 0-d tensors and size-1 dims with odd strides view cleanly
+        t = torch.Tensor.contiguous(torch.Tensor.cpu(t.as_subclass(torch.Tensor))).reshape(-1)
         buffers.append(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
-        return {"tensor": len(buffers) - 1, "dtype": str(t.dtype), "shape": list(t.shape),
+        return {"tensor": len(buffers) - 1, "dtype": str(t.dtype), "shape": list(obj.shape),
                 "type": kind, "requires_grad": bool(obj.requires_grad)}
     if isinstance(obj, (bytes, bytearray)):
         buffers.append(bytes(obj))
