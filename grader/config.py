@@ -101,8 +101,15 @@ class Config:
 
 _FIELD = {("course", "name"): "course_name", ("hidden", "seed_env"): "seed_env"}
 
-# Sections other stages validate themselves (e.g. [performance]); they register here.
-EXTRA_SECTIONS: dict[str, Any] = {}
+# Sections other stages validate themselves: section -> "module:function(body, source) -> value",
+# imported only when the section is present (so reading the config stays cheap).
+EXTRA_SECTIONS: dict[str, str] = {"performance": "grader.timing.config:parse_section"}
+
+
+def _section_parser(section: str):
+    import importlib
+    module, _, function = EXTRA_SECTIONS[section].partition(":")
+    return getattr(importlib.import_module(module), function)
 
 
 def _suggest(word: str, options) -> str:
@@ -140,7 +147,7 @@ def load_config(path: str | None = None, env: Mapping[str, str] | None = None,
             exercises = _exercises(body, src, known_exercises)
             continue
         if section in EXTRA_SECTIONS:
-            extra[section] = EXTRA_SECTIONS[section](body, src)
+            extra[section] = _section_parser(section)(body, src)
             continue
         if section not in SCHEMA:
             raise ConfigError(f"{src}: unknown section [{section}]{_suggest(section, [*SCHEMA, 'exercises', *EXTRA_SECTIONS])}")

@@ -9,6 +9,9 @@ Steps, in order, for each selected exercise (exercises run concurrently, each in
   5. each case is called in the child; the reply is compared in the parent (grader.compare),
      failures are matched against known mistakes and localised (grader.catalog.spec hooks);
   6. points by cases passed (grader.scoring); the child is killed, its output kept (truncated).
+Then, for the whole submission, one exercise at a time:
+  7. performance checks of the exercises that passed, when [performance] is enabled (grader.timing.stage):
+     student and reference timed on fresh inputs in a child, outputs checked here -> ExerciseResult.performance.
 """
 from __future__ import annotations
 
@@ -30,6 +33,7 @@ from grader.loader import Submission, SubmissionError, load_submission, salvage
 from grader.results import CaseResult, ExerciseResult, Status, SubmissionResult
 from grader.sandbox.runner import Limits, Outcome, Sandbox, copy_submission, remove_workdir
 from grader import judging
+from grader.timing import stage as performance
 from grader.engine_util import clone as _clone
 
 
@@ -73,6 +77,7 @@ def grade(submission_path: str, specs: list[ExerciseSpec], config: Config,
           sandbox: Sandbox | None = None) -> SubmissionResult:
     """Grade one submission (folder, .zip, .py or .ipynb). Never raises for a bad submission."""
     start = time.monotonic()
+    specs = [s for s in specs if config.exercise(s.id).enabled]
     try:
         submission = load_submission(submission_path)
     except SubmissionError as e:
@@ -80,10 +85,14 @@ def grade(submission_path: str, specs: list[ExerciseSpec], config: Config,
     own = sandbox is None
     sandbox = sandbox or Sandbox(limits_from(config))
     ctx = Context(submission, config, sandbox, start + config.submission_timeout)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)       # references are small; exercises already run side by side
     try:
         with ThreadPoolExecutor(max_workers=max(1, min(config.effective_jobs, len(specs)))) as pool:
             exercises = tuple(pool.map(lambda s: grade_exercise(s, ctx), specs))
+        exercises = performance.run(exercises, specs, ctx)
     finally:
+        torch.set_num_threads(threads)
         if own:
             sandbox.shutdown()
     broken = tuple(f"{m}.py does not import as written: {load.import_error}" for m, load in ctx.loads.items()

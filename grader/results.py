@@ -140,15 +140,19 @@ class SubmissionResult:
 
     @property
     def score(self) -> float:
-        return round(sum(e.points for e in self.exercises), 4)
+        """Correctness points plus graded performance points (report-only checks carry 0/0)."""
+        return round(sum(e.points + sum(p.points for p in e.performance) for e in self.exercises), 4)
 
     @property
     def max_score(self) -> float:
-        return round(sum(e.max_points for e in self.exercises), 4)
+        return round(sum(e.max_points + sum(p.max_points for p in e.performance) for e in self.exercises), 4)
 
     @property
     def all_passed(self) -> bool:
-        return bool(self.exercises) and all(e.passed for e in self.exercises) and not self.errors
+        """Every exercise passed, every performance check passed or was skipped, nothing broken."""
+        return (bool(self.exercises) and not self.errors
+                and all(e.passed and all(p.status in (Status.PASSED, Status.SKIPPED) for p in e.performance)
+                        for e in self.exercises))
 
     def modules(self) -> dict[str, list[ExerciseResult]]:
         out: dict[str, list[ExerciseResult]] = {}

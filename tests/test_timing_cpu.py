@@ -1,0 +1,153 @@
+"""Performance checks for real, on this CPU, through the engine and the sandbox.
+
+The worked solutions pass their limits; the typical slow variants fail theirs; and each attack
+on the measurement (tests/fixtures/submissions/perf_<scenario>/) is caught. Each check gets a
+short budget: the limits are calibrated with wide margins (benchmarks/calibrate_perf.py).
+"""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import FIXTURES, ROOT, SOLUTIONS, mistake_source
+from grader.catalog import catalog
+from grader.reports import render
+from grader.results import Status
+from grader.timing.config import with_overrides
+from grader.timing.specs import REGISTRY
+
+pytestmark = pytest.mark.slow
+BUDGET = 1.5
+PRESENT = [e for e in REGISTRY if e in catalog()]
+
+
+@pytest.fixture(scope="module")
+def perf_cfg(config):
+    return with_overrides(config, enabled=True, device="cpu", budget_s=BUDGET)
+
+
+def timed(grade_dir, path, exercise, cfg):
+    (e,) = grade_dir(path, exercise, cfg=cfg).exercises
+    assert e.passed, f"only a correct function is timed, and this one failed: {e.message}"
+    (p,) = e.performance
+    return p
+
+
+@pytest.fixture(scope="module")
+def mha_result(grade_dir, perf_cfg):
+    return grade_dir(SOLUTIONS, "attention.multi_head_attention", cfg=perf_cfg)
+
+
+@pytest.mark.parametrize("exercise", PRESENT)
+def test_the_worked_solution_passes_its_limit(grade_dir, perf_cfg, mha_result, exercise):
+    result = mha_result if exercise == "attention.multi_head_attention" else grade_dir(SOLUTIONS, exercise, cfg=perf_cfg)
+    (e,) = result.exercises
+    (p,) = e.performance
+    assert p.status is Status.PASSED, p.message
+    assert p.ratio is not None and p.details["checked_outputs"] == p.details["timed_calls"] >= 5
+    assert "1 thread for both sides" in p.message and p.device == "cpu"
+
+
+def test_a_loop_over_the_heads_fails(grade_dir, perf_cfg):
+    p = timed(grade_dir, FIXTURES / "submissions" / "perf_loop_over_heads", "attention.multi_head_attention", perf_cfg)
+    assert p.status is Status.FAILED and p.ratio > p.threshold, p.message
+    assert "Slower than the limit" in p.message and "loop over the heads" in p.message
+
+
+LOOP_OVER_BATCH = '''
+def conv2d(X, K, b=None, stride=1, padding=0):
+    """Correct, one image at a time."""
+    C_out, _, kh, kw = K.shape
+    out = []
+    for n in range(X.shape[0]):
+        x = X[n:n + 1]
+        H_out = (x.shape[2] + 2 * padding - kh) // stride + 1
+        W_out = (x.shape[3] + 2 * padding - kw) // stride + 1
+        cols = F.unfold(x, (kh, kw), padding=padding, stride=stride)
+        y = (K.reshape(C_out, -1) @ cols).reshape(1, C_out, H_out, W_out)
+        out.append(y if b is None else y + b.reshape(1, C_out, 1, 1))
+    return torch.cat(out)
+'''
+
+
+@pytest.mark.skipif("cnn.conv2d" not in catalog(), reason="the cnn chapter is not in the catalog")
+def test_a_loop_over_the_batch_in_conv2d_fails(grade_dir, perf_cfg, make_submission):
+    p = timed(grade_dir, make_submission({"cnn.conv2d": LOOP_OVER_BATCH}), "cnn.conv2d", perf_cfg)
+    assert p.status is Status.FAILED and p.ratio > p.threshold, p.message
+
+
+def test_replaying_cached_answers_fails(grade_dir, perf_cfg):
+    """perf_caches_output: SDPA replays the answer it stored for a shape (all correctness cases
+    differ in shape, so it passes them); fresh inputs of one shape expose it."""
+    p = timed(grade_dir, FIXTURES / "submissions" / "perf_caches_output", "attention.scaled_dot_product_attention",
+              perf_cfg)
+    assert p.status is Status.FAILED and p.details["flag"] == "wrong output"
+    assert "a timed call returned a wrong output" in p.message and p.ratio is None
+
+
+def test_patching_time_perf_counter_is_caught(grade_dir, perf_cfg):
+    """perf_patches_perf_counter: the slow loop over heads leaves time.perf_counter running at 1%
+    speed; the harness reads its own clock and reports the replacement."""
+    p = timed(grade_dir, FIXTURES / "submissions" / "perf_patches_perf_counter", "attention.multi_head_attention",
+              perf_cfg)
+    assert p.status is Status.FAILED and p.details["flag"] == "problem"
+    assert "replaced time.perf_counter" in p.message and p.ratio is None
+
+
+def test_patching_the_harness_clock_is_caught_by_the_kernels_account(grade_dir, perf_cfg):
+    """perf_patches_harness_clock: the student's code replaces the timing driver's own clock and
+    hides 90% of its time; the CPU time the kernel accounted to the process gives it away."""
+    p = timed(grade_dir, FIXTURES / "submissions" / "perf_patches_harness_clock", "attention.multi_head_attention",
+              perf_cfg)
+    assert p.status is Status.FAILED and p.details["flag"] == "work accounts for student", p.message
+    assert p.ratio is None and p.details["claimed_ratio"] < p.threshold       # the lie would have passed
+
+
+def test_slowing_the_reference_down_is_caught(grade_dir, perf_cfg):
+    """perf_slows_reference: a background thread keeps the interpreter busy except while the
+    student's (slow) function runs, so the reference beside it looks slow."""
+    p = timed(grade_dir, FIXTURES / "submissions" / "perf_slows_reference", "attention.multi_head_attention",
+              perf_cfg)
+    assert p.status is Status.FAILED and p.ratio is None
+    assert p.details["flag"] in ("no other threads", "reference undisturbed", "loads match"), p.message
+
+
+def test_a_wrong_function_is_not_timed(grade_dir, perf_cfg, make_submission):
+    sub = make_submission({"attention.multi_head_attention": mistake_source("attention", "multi_head_attention__no_bias")})
+    (e,) = grade_dir(sub, "attention.multi_head_attention", cfg=perf_cfg).exercises
+    (p,) = e.performance
+    assert not e.passed and p.status is Status.SKIPPED and p.message.startswith("not timed")
+
+
+def test_performance_is_off_unless_asked(grade_dir, config):
+    (e,) = grade_dir(SOLUTIONS, "attention.multi_head_attention", cfg=config).exercises
+    assert e.passed and e.performance == ()
+
+
+def test_reports_show_the_performance_entry(mha_result):
+    p = mha_result.exercises[0].performance[0]
+    terminal = render(mha_result, "terminal", color=False)
+    assert f"PASS      speed on cpu (1 thread): {p.ratio:.2f}x the reference (limit {p.threshold}x)" in terminal
+    md = render(mha_result, "md")
+    assert "| speed on cpu (1 thread) |" in md and f"{p.ratio:.2f}x" in md
+    gradescope = json.loads(render(mha_result, "json"))
+    entry = next(t for t in gradescope["tests"] if t["name"] == "attention.multi_head_attention [performance]")
+    assert entry["status"] == "passed" and entry["tags"] == ["attention", "performance"]
+    assert gradescope["leaderboard"] == [{"name": "attention.multi_head_attention time ratio",
+                                          "value": round(p.ratio, 4), "order": "asc"}]
+    assert '<svg width="420"' in render(mha_result, "html")
+
+
+def test_grader_check_perf_end_to_end(tmp_path):
+    """The real command: `--perf` turns the checks on; a [performance] section in the course
+    configuration sets the budget (the CLI registers the section)."""
+    toml = tmp_path / "autograde.toml"
+    toml.write_text((ROOT / "autograde.toml").read_text() + "\n[performance]\nbudget_s = 1.0\n")
+    proc = subprocess.run([sys.executable, "-m", "grader", "check", "attention.multi_head_attention", "--perf",
+                           "--submission", str(SOLUTIONS), "--config", str(toml), "--color", "never"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=180,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    assert "PASS      speed on cpu (1 thread): " in proc.stdout, proc.stdout
