@@ -71,6 +71,7 @@ MISTAKES = [
     ("tokens.bpe_encode", "once", "each merge applied only once per word"),
     ("tokens.embedding_lookup", "flat", "rows not reshaped to (B, T, d)"),
     ("tokens.embedding_lookup", "transposed", "batch and time exchanged"),
+    ("tokens.embedding_lookup", "one_based", "ids treated as 1-based"),
     ("tokens.embedding_backward", "assign", "gradients assigned instead of accumulated"),
     ("tokens.embedding_backward", "mean", "repeated ids averaged"),
     ("tokens.embedding_backward", "max_id", "vocab_size ignored"),

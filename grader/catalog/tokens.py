@@ -217,6 +217,8 @@ EMBEDDING_LOOKUP = ExerciseSpec(
                      "not (B*T, d)", lambda E, ids: E[ids.reshape(-1)]),
         KnownMistake("batch and time exchanged", "out[b, t] = E[ids[b, t]]: keep ids' (B, T) order",
                      lambda E, ids: E[ids.T]),
+        KnownMistake("ids treated as 1-based", "token ids count from 0: row 0 of E belongs to id 0, so look up "
+                     "E[ids], not E[ids - 1]", lambda E, ids: E[ids - 1]),
     ),
 )
 
