@@ -1,0 +1,149 @@
+"""Find the students in a folder of submissions, and fingerprint what each handed in.
+
+Two layouts, told apart per entry:
+- one entry per student: `SUBMISSIONS/<student>/` shaped like exercises/ (or holding notebooks),
+  or `SUBMISSIONS/<student>.zip` of such a folder;
+- nbgrader's `submitted/<student>/<assignment>/` (SUBMISSIONS may be the course folder that holds
+  `submitted/`, or `submitted/` itself): a student folder with no modules of its own but
+  assignment folders inside; `--assignment` picks one when there are several.
+
+Nothing here reads a submission as code; an entry that is not a submission is skipped with a note.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+
+SOURCE_SUFFIXES = (".py", ".ipynb")
+IGNORED = {"__pycache__", ".ipynb_checkpoints", "__MACOSX", ".DS_Store", ".git"}
+HASH_WHOLE_FILE = 64 << 20      # larger files are fingerprinted by name and size only
+
+
+@dataclass(frozen=True)
+class Entry:
+    student: str          # the id in grades.csv and the gradebook
+    path: str             # what the engine grades: a folder or a .zip
+    layout: str           # "folder", "zip" or "nbgrader"
+    problem: str = ""     # set when the entry cannot be graded as it stands (said in the feedback)
+
+
+@dataclass(frozen=True)
+class Discovery:
+    entries: tuple[Entry, ...]
+    notes: tuple[str, ...]            # entries skipped, and why
+
+
+def discover(root: str, assignment: str | None = None, exclude: str | None = None) -> Discovery:
+    """Every student under `root`, sorted by id (`exclude`: a folder to pass over, e.g. the
+    batch's own output folder). Raises FileNotFoundError if `root` is not a folder."""
+    if not os.path.isdir(root):
+        raise FileNotFoundError(f"{root}: not a folder of submissions (one folder or .zip per student, "
+                                "or nbgrader's submitted/<student>/<assignment>/)")
+    if _nbgrader_course(root):
+        root = os.path.join(root, "submitted")
+    entries: dict[str, Entry] = {}
+    notes: list[str] = []
+    for name in sorted(os.listdir(root)):
+        full = os.path.join(root, name)
+        if name in IGNORED or name.startswith(".") or (exclude and os.path.abspath(full) == os.path.abspath(exclude)):
+            continue
+        if os.path.islink(full):
+            notes.append(f"{name}: skipped (a symbolic link, not a submission)")
+            continue
+        if os.path.isdir(full):
+            entry, note = _from_folder(name, full, assignment)
+        elif name.endswith(".zip"):
+            entry, note = Entry(name[:-4], full, "zip"), ""
+        else:
+            entry, note = None, f"{name}: skipped (not a folder or a .zip)"
+        if note:
+            notes.append(note)
+        if entry is None:
+            continue
+        if entry.student in entries:
+            notes.append(f"{name}: student id '{entry.student}' already taken by "
+                         f"{os.path.basename(entries[entry.student].path)}; graded as '{name}'")
+            entry = Entry(name, entry.path, entry.layout, entry.problem)
+        entries[entry.student] = entry
+    return Discovery(tuple(entries[k] for k in sorted(entries)), tuple(notes))
+
+
+def _nbgrader_course(root: str) -> bool:
+    """An nbgrader course folder: submitted/ beside nbgrader's files, or beside no modules of its own."""
+    if not os.path.isdir(os.path.join(root, "submitted")):
+        return False
+    return (any(os.path.exists(os.path.join(root, n)) for n in ("nbgrader_config.py", "gradebook.db"))
+            or not _has_sources(root))
+
+
+def _has_sources(folder: str) -> bool:
+    try:
+        return any(n.endswith(SOURCE_SUFFIXES) for n in os.listdir(folder))
+    except OSError:
+        return False
+
+
+def _from_folder(name: str, full: str, assignment: str | None) -> tuple[Entry | None, str]:
+    """A student's folder: graded as it is, unless it is nbgrader's <student>/<assignment>/."""
+    if _has_sources(full):
+        return Entry(name, full, "folder"), ""
+    subdirs = sorted(d for d in os.listdir(full) if os.path.isdir(os.path.join(full, d))
+                     and d not in IGNORED and not d.startswith("."))
+    if assignment is not None and assignment in subdirs:
+        return Entry(name, os.path.join(full, assignment), "nbgrader"), ""
+    candidates = [d for d in subdirs if _has_sources(os.path.join(full, d))]
+    if assignment is None and len(candidates) == 1:
+        return Entry(name, os.path.join(full, candidates[0]), "nbgrader"), ""
+    if assignment is None and len(candidates) > 1:
+        problem = (f"{full}: holds several assignments ({', '.join(candidates)}); the instructor must "
+                   "pass --assignment NAME")
+        return Entry(name, full, "nbgrader", problem), f"{name}: {problem}"
+    if assignment is not None and candidates:
+        problem = f"{full}: no assignment folder '{assignment}' (found {', '.join(candidates)})"
+        return Entry(name, full, "nbgrader", problem), f"{name}: {problem}"
+    return Entry(name, full, "folder"), ""      # empty or unusual: the engine says what is missing
+
+
+def content_hash(path: str) -> str:
+    """sha256 over what was handed in: a zip's bytes, or a folder's file names and contents."""
+    h = hashlib.sha256()
+    if os.path.isfile(path):
+        h.update(b"file\0")
+        _hash_file(h, path)
+        return h.hexdigest()
+    for dirpath, dirnames, filenames in os.walk(path):
+        dirnames[:] = sorted(d for d in dirnames if d not in IGNORED)
+        for f in sorted(filenames):
+            if f in IGNORED or f.endswith(".pyc"):
+                continue
+            full = os.path.join(dirpath, f)
+            rel = os.path.relpath(full, path).replace(os.sep, "/")
+            h.update(rel.encode("utf-8", "surrogateescape") + b"\0")
+            if os.path.islink(full):
+                h.update(b"link\0" + os.readlink(full).encode("utf-8", "surrogateescape") + b"\0")
+            elif os.path.isfile(full):
+                _hash_file(h, full)
+    return h.hexdigest()
+
+
+def _hash_file(h, path: str) -> None:
+    size = os.path.getsize(path)
+    h.update(str(size).encode() + b"\0")
+    if size > HASH_WHOLE_FILE:
+        return
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+
+
+_SAFE = re.compile(r"[^A-Za-z0-9._@+-]")
+
+
+def folder_name(student: str) -> str:
+    """A file-system-safe folder name for a student's feedback (unique per id)."""
+    safe = _SAFE.sub("_", student).strip(".") or "student"
+    if safe != student:
+        safe += "-" + hashlib.sha256(student.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    return safe

@@ -1,0 +1,197 @@
+"""The gradebook: one SQLite file in the output folder, the batch's memory between runs.
+
+Written by the batch's parent process only (workers send results back; they never open it),
+one transaction per result: a submission's row, its exercise rows and an audit event commit
+together or not at all, so a batch killed at any moment (SIGKILL included) leaves every
+result either whole or absent. WAL journal, synchronous=FULL.
+
+A student's row is current when its content hash (what was handed in) and settings hash
+(exercises selected, limits, points, secret seed, grader version) match this run's: then the
+submission is skipped unless --force. A row whose state is `grader_error` is never current.
+
+Tables:
+  runs         one row per `grader batch` invocation
+  submissions  one row per student: hashes, score, state, the whole result as JSON
+  exercises    one row per (student, exercise): status, points, diagnosis and its fingerprint
+  performance  one row per (student, exercise, timed check): ratio and threshold
+  events       append-only: one row per result recorded (which run graded whom)
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import dataclass
+from typing import Iterator
+
+from grader.results import SubmissionResult, from_dict, to_dict
+
+SCHEMA_VERSION = 1
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    started_at TEXT NOT NULL,
+    finished_at TEXT,
+    settings_hash TEXT NOT NULL,
+    exercises TEXT NOT NULL,
+    jobs INTEGER NOT NULL,
+    grader_version TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS submissions (
+    student TEXT PRIMARY KEY,
+    content_hash TEXT NOT NULL,
+    settings_hash TEXT NOT NULL,
+    path TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('graded', 'unreadable', 'grader_error')),
+    score REAL NOT NULL,
+    max_score REAL NOT NULL,
+    message TEXT NOT NULL,
+    seconds REAL NOT NULL,
+    result TEXT NOT NULL,            -- to_dict(SubmissionResult) as JSON (Python's dialect: inf is Infinity)
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    graded_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS exercises (
+    student TEXT NOT NULL REFERENCES submissions(student) ON DELETE CASCADE,
+    exercise TEXT NOT NULL,
+    status TEXT NOT NULL,
+    points REAL NOT NULL,
+    max_points REAL NOT NULL,
+    cases_passed INTEGER NOT NULL,
+    cases_total INTEGER NOT NULL,
+    diagnosis TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    PRIMARY KEY (student, exercise)
+);
+CREATE TABLE IF NOT EXISTS performance (
+    student TEXT NOT NULL REFERENCES submissions(student) ON DELETE CASCADE,
+    exercise TEXT NOT NULL,
+    name TEXT NOT NULL,
+    status TEXT NOT NULL,
+    ratio REAL,
+    threshold REAL,
+    device TEXT NOT NULL,
+    PRIMARY KEY (student, exercise, name)
+);
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    student TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    state TEXT NOT NULL,
+    at TEXT NOT NULL
+);
+"""
+
+
+@dataclass(frozen=True)
+class Row:
+    """A student's current row, as the batch's later stages read it."""
+
+    student: str
+    content_hash: str
+    settings_hash: str
+    path: str
+    state: str
+    score: float
+    max_score: float
+    message: str
+    seconds: float
+    result: SubmissionResult
+
+
+def fingerprint(diagnosis: str) -> str:
+    """The name of a known mistake: the diagnosis up to its ':' ("missing 1/sqrt(d_k)")."""
+    return diagnosis.split(":", 1)[0].strip()
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+class Gradebook:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE ... COMMIT) below.
+        self.db = sqlite3.connect(path, isolation_level=None, timeout=30.0)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+        with self.transaction():
+            for statement in _statements(SCHEMA):     # executescript would COMMIT our transaction
+                self.db.execute(statement)
+            found = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            if found is None:
+                self.db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            elif int(found[0]) != SCHEMA_VERSION:
+                raise RuntimeError(f"{path}: gradebook schema version {found[0]}, this grader writes "
+                                   f"{SCHEMA_VERSION}; use a new --out folder")
+
+    def close(self) -> None:
+        self.db.close()
+
+    def transaction(self):
+        return _Transaction(self.db)
+
+    # -- runs --------------------------------------------------------------------------------
+    def begin_run(self, settings_hash: str, exercises: list[str], jobs: int, version: str) -> int:
+        with self.transaction():
+            cur = self.db.execute("INSERT INTO runs (started_at, settings_hash, exercises, jobs, grader_version) "
+                                  "VALUES (?, ?, ?, ?, ?)", (_now(), settings_hash, json.dumps(exercises), jobs, version))
+        return int(cur.lastrowid)
+
+    def end_run(self, run_id: int) -> None:
+        with self.transaction():
+            self.db.execute("UPDATE runs SET finished_at=? WHERE id=?", (_now(), run_id))
+
+    # -- results -----------------------------------------------------------------------------
+    def current(self) -> dict[str, tuple[str, str, str]]:
+        """student -> (content_hash, settings_hash, state) of every recorded row."""
+        return {s: (c, h, st) for s, c, h, st in
+                self.db.execute("SELECT student, content_hash, settings_hash, state FROM submissions")}
+
+    def record(self, run_id: int, student: str, path: str, content_hash: str, settings_hash: str,
+               state: str, result: SubmissionResult, message: str = "") -> None:
+        """Store one student's result: all of it in one transaction, replacing any older row."""
+        data = json.dumps(to_dict(result), sort_keys=True)
+        with self.transaction():
+            self.db.execute("DELETE FROM submissions WHERE student=?", (student,))
+            self.db.execute("INSERT INTO submissions VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                            (student, content_hash, settings_hash, path, state, result.score, result.max_score,
+                             message, result.seconds, data, run_id, _now()))
+            self.db.executemany("INSERT INTO exercises VALUES (?,?,?,?,?,?,?,?,?)", [
+                (student, e.id, e.status.value, e.points, e.max_points, e.cases_passed, len(e.cases),
+                 e.diagnosis, fingerprint(e.diagnosis)) for e in result.exercises])
+            self.db.executemany("INSERT INTO performance VALUES (?,?,?,?,?,?,?)", [
+                (student, e.id, p.name, p.status.value, p.ratio, p.threshold, p.device)
+                for e in result.exercises for p in e.performance])
+            self.db.execute("INSERT INTO events (run_id, student, content_hash, state, at) VALUES (?,?,?,?,?)",
+                            (run_id, student, content_hash, state, _now()))
+
+    def rows(self, students: list[str] | None = None) -> Iterator[Row]:
+        """Current rows (of `students` only, when given), sorted by student id."""
+        wanted = None if students is None else set(students)
+        for r in self.db.execute("SELECT student, content_hash, settings_hash, path, state, score, max_score, "
+                                 "message, seconds, result FROM submissions ORDER BY student"):
+            if wanted is None or r[0] in wanted:
+                yield Row(*r[:9], result=from_dict(json.loads(r[9])))
+
+
+class _Transaction:
+    """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on any exception."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __enter__(self):
+        self.db.execute("BEGIN IMMEDIATE")
+        return self.db
+
+    def __exit__(self, kind, *_):
+        self.db.execute("COMMIT" if kind is None else "ROLLBACK")
+        return False
+
+
+def _statements(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]

@@ -1,0 +1,89 @@
+"""The gradebook: results survive a round trip, one transaction per result, nothing half-written."""
+import json
+import sqlite3
+
+import pytest
+
+from grader.batch.gradebook import Gradebook, fingerprint
+from grader.results import CaseResult, ExerciseResult, PerfResult, Status, SubmissionResult
+
+
+def result(points=1.0, diagnosis="", status=Status.FAILED, perf=()):
+    cases = (CaseResult("T=4", Status.PASSED), CaseResult("T=7", status, diagnosis=diagnosis))
+    e = ExerciseResult("attention.causal_mask", status, points, 2.0, cases, diagnosis=diagnosis, performance=perf)
+    return SubmissionResult("subs/alice", (e,), seconds=1.5, grader_version="test")
+
+
+def test_record_and_read_back(tmp_path):
+    book = Gradebook(str(tmp_path / "g.sqlite"))
+    run = book.begin_run("s1", ["attention.causal_mask"], 2, "test")
+    perf = (PerfResult("large", Status.PASSED, ratio=1.7, threshold=3.0),)
+    r = result(diagnosis="mask inverted: True must mean 'may attend'", perf=perf)
+    book.record(run, "alice", "subs/alice", "h1", "s1", "graded", r)
+    (row,) = book.rows()
+    assert (row.student, row.content_hash, row.settings_hash, row.state) == ("alice", "h1", "s1", "graded")
+    assert row.result == r
+    db = sqlite3.connect(str(tmp_path / "g.sqlite"))
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert db.execute("SELECT fingerprint, cases_passed, cases_total FROM exercises").fetchall() == [("mask inverted", 1, 2)]
+    assert db.execute("SELECT ratio, threshold FROM performance").fetchall() == [(1.7, 3.0)]
+    assert book.current() == {"alice": ("h1", "s1", "graded")}
+
+
+def test_regrading_replaces_the_row_and_logs_an_event(tmp_path):
+    book = Gradebook(str(tmp_path / "g.sqlite"))
+    run = book.begin_run("s1", [], 1, "test")
+    book.record(run, "alice", "p", "h1", "s1", "graded", result(points=1.0))
+    book.record(run, "alice", "p", "h2", "s1", "graded", result(points=2.0, status=Status.PASSED))
+    (row,) = book.rows()
+    assert row.score == 2.0 and row.content_hash == "h2"
+    assert book.db.execute("SELECT COUNT(*) FROM exercises").fetchone()[0] == 1
+    assert book.db.execute("SELECT COUNT(*) FROM events WHERE student='alice'").fetchone()[0] == 2
+
+
+def test_a_failed_write_leaves_the_old_row_whole(tmp_path):
+    book = Gradebook(str(tmp_path / "g.sqlite"))
+    run = book.begin_run("s1", [], 1, "test")
+    book.record(run, "alice", "p", "h1", "s1", "graded", result(points=1.0))
+    with pytest.raises(sqlite3.IntegrityError):     # the state CHECK fails after the DELETE ran
+        book.record(run, "alice", "p", "h2", "s1", "bogus-state", result(points=2.0))
+    (row,) = book.rows()
+    assert row.content_hash == "h1" and row.score == 1.0
+    assert book.db.execute("SELECT COUNT(*) FROM exercises").fetchone()[0] == 1
+
+
+def test_rows_of_chosen_students(tmp_path):
+    book = Gradebook(str(tmp_path / "g.sqlite"))
+    run = book.begin_run("s1", [], 1, "test")
+    for s in ("carol", "alice", "bob"):
+        book.record(run, s, "p", "h", "s1", "graded", result())
+    assert [r.student for r in book.rows()] == ["alice", "bob", "carol"]
+    assert [r.student for r in book.rows(["carol", "zed"])] == ["carol"]
+
+
+def test_fingerprint_is_the_name_before_the_colon():
+    assert fingerprint("missing 1/sqrt(d_k): divide the scores by sqrt(d_k)") == "missing 1/sqrt(d_k)"
+    assert fingerprint("") == ""
+
+
+def test_stored_result_is_plain_json(tmp_path):
+    book = Gradebook(str(tmp_path / "g.sqlite"))
+    run = book.begin_run("s1", [], 1, "test")
+    book.record(run, "alice", "p", "h", "s1", "graded", result())
+    (data,) = book.db.execute("SELECT result FROM submissions").fetchone()
+    assert json.loads(data)["exercises"][0]["id"] == "attention.causal_mask"
+
+
+def test_infinite_error_figures_round_trip(tmp_path):
+    from dataclasses import replace
+    from grader.results import Comparison
+
+    r = result()
+    e = r.exercises[0]
+    bad = replace(e.cases[1], comparisons=(Comparison("out", False, "inf where a number was expected",
+                                                      max_abs_error=float("inf"), max_rel_error=float("inf")),))
+    r = replace(r, exercises=(replace(e, cases=(e.cases[0], bad)),))
+    book = Gradebook(str(tmp_path / "g.sqlite"))
+    book.record(book.begin_run("s", [], 1, "t"), "alice", "p", "h", "s", "graded", r)
+    (row,) = book.rows()
+    assert row.result.exercises[0].cases[1].comparisons[0].max_abs_error == float("inf")

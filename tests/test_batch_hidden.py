@@ -1,0 +1,83 @@
+"""Hidden cases in a batch (the instructor's secret seed): they count toward the grade, and the
+feedback files a student reads never show their inputs or expected values, not even when the
+student's own code prints them or raises them; the feedback still names the failing hidden case
+and the diagnosed mistake."""
+import json
+import os
+
+import pytest
+
+from fixtures.batch.build import make_class, run_batch
+from grader.catalog import select
+from grader.engine import build_cases
+
+SEED = 271828
+SDPA = "attention.scaled_dot_product_attention"
+LEAKY = '''def scaled_dot_product_attention(Q, K, V, mask=None):
+    print("Q =", Q.flatten()[:4].tolist())
+    if Q.dtype == torch.float64:
+        raise ValueError("K = " + str(K.flatten()[:4].tolist()))
+    scores = Q @ K.transpose(-2, -1)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    w = torch.softmax(scores, dim=-1)
+    return w @ V, w
+'''
+
+
+def hidden_values():
+    """Strings that would give away the hidden cases: leading digits of inputs and expected outputs."""
+    (spec,) = select([SDPA])
+    values = []
+    for case in build_cases(spec, SEED):
+        if not case.hidden:
+            continue
+        out, weights = spec.reference(*case.args, **dict(case.kwargs))
+        for t in (*case.args[:3], out):
+            values += [repr(float(v))[:7] for v in t.flatten()[:4].tolist()]
+    return [v for v in values if len(v.lstrip("-")) >= 6]
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("hidden")
+    subs = make_class(root / "subs", {"leaky": {"scaled_dot_product_attention": LEAKY}, "ok": "correct"})
+    env = dict(os.environ, GRADER_SECRET_SEED=str(SEED))
+    proc = run_batch(subs, root / "out", SDPA, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return root / "out"
+
+
+def test_hidden_cases_count_toward_the_grade(graded):
+    import sqlite3
+    db = sqlite3.connect(graded / "gradebook.sqlite")
+    got = {s: (p, n, passed) for s, p, n, passed in
+           db.execute("SELECT student, points, cases_total, cases_passed FROM exercises")}
+    assert got["ok"] == (3.0, 12, 12)
+    assert got["leaky"][1] == 12 and got["leaky"][0] < 3.0
+    tests = json.loads((graded / "students" / "leaky" / "results.json").read_text())["tests"]
+    hidden = next(t for t in tests if t["name"] == f"{SDPA} [hidden cases]")
+    assert hidden["status"] == "failed" and hidden["score"] < hidden["max_score"]
+
+
+def test_feedback_files_do_not_leak_hidden_inputs_or_expected_values(graded):
+    secrets = hidden_values()
+    assert len(secrets) > 20
+    stored = (graded / "gradebook.sqlite").read_bytes().decode("latin-1")
+    assert any(s in stored for s in secrets), "the leaky code did not run on hidden cases: the test proves nothing"
+    for name in ("results.json", "feedback.md", "feedback.html"):
+        text = (graded / "students" / "leaky" / name).read_text()
+        leaked = [s for s in secrets if s in text]
+        assert not leaked, f"{name} shows hidden values {leaked[:5]}"
+
+
+def test_feedback_still_names_the_failing_hidden_case_and_the_mistake(graded):
+    html = (graded / "students" / "leaky" / "feedback.html").read_text()
+    rows = {r.split("</td>", 1)[0]: r for r in html.split("<tr><td>")[1:] if r.startswith("hidden ")}
+    assert sorted(rows) == [f"hidden {i}" for i in range(1, 7)]
+    assert "missing 1/sqrt(d_k)" in rows["hidden 1"] and "inputs withheld" in rows["hidden 1"]
+    assert "raised ValueError on this hidden case" in rows["hidden 6"]
+    tests = json.loads((graded / "students" / "leaky" / "results.json").read_text())["tests"]
+    hidden = next(t for t in tests if t["name"].endswith("[hidden cases]"))
+    assert "hidden 1: failed" in hidden["output"] and "missing 1/sqrt(d_k)" in hidden["output"]
+    assert "hidden 6: error" in hidden["output"]

@@ -1,0 +1,79 @@
+"""The worker pool outlives its workers: a worker killed mid-submission is replaced and the
+submission retried once; killed again, the submission gets a grader error, and the rest of the
+class is graded regardless."""
+import os
+import signal
+import threading
+import time
+from dataclasses import replace
+
+import pytest
+
+from conftest import ROOT
+from fixtures.batch.build import make_class
+from grader.batch.workers import Pool, Task
+from grader.config import load_config
+
+
+@pytest.fixture
+def tasks(tmp_path):
+    subs = make_class(tmp_path / "subs", {"slow": "hostile_infinite_loop", "a": "correct", "b": "correct",
+                                          "c": {"causal_mask": "inverted"}})
+    return [Task(s, str(subs / s)) for s in ("slow", "a", "b", "c")]
+
+
+def killer(pool, student, times):
+    """Kill whichever worker is grading `student`, `times` times, from another thread."""
+    killed = []
+
+    def loop():
+        deadline = time.monotonic() + 120
+        while len(killed) < times and time.monotonic() < deadline:
+            pid = pool.busy_with(student)
+            if pid is not None and pid not in killed:
+                time.sleep(0.3)                 # let it get into the submission
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            time.sleep(0.05)
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    return killed
+
+
+def config():
+    return replace(load_config(str(ROOT / "autograde.toml"), env={}), call_timeout=2.0)
+
+
+def test_a_killed_worker_is_replaced_and_its_submission_retried(tasks):
+    pool = Pool(2, ["attention.causal_mask"], config())
+    done = []
+    killed = killer(pool, "slow", 1)
+    pool.run(tasks, done.append)
+    assert len(killed) == 1
+    assert sorted(d.task.student for d in done) == ["a", "b", "c", "slow"]
+    assert all(d.result_json is not None for d in done), [d.error for d in done]
+
+
+def test_a_submission_that_kills_its_worker_twice_is_reported_not_retried_forever(tasks):
+    pool = Pool(2, ["attention.causal_mask"], config())
+    done = []
+    killed = killer(pool, "slow", 2)
+    pool.run(tasks, done.append)
+    assert len(killed) == 2
+    by = {d.task.student: d for d in done}
+    assert sorted(by) == ["a", "b", "c", "slow"] and len(done) == 4
+    assert by["slow"].result_json is None and "ended unexpectedly" in by["slow"].error
+    assert all(by[s].result_json is not None for s in "abc")
+
+
+def test_a_stuck_worker_is_stopped_at_the_deadline_and_not_retried(tasks):
+    pool = Pool(2, ["attention.causal_mask"], replace(config(), call_timeout=30.0))
+    pool.deadline_s = 3.0                 # the submission limit plus grace, shortened for the test
+    done = []
+    start = time.monotonic()
+    pool.run(tasks, done.append)
+    by = {d.task.student: d for d in done}
+    assert len(done) == 4 and by["slow"].result_json is None
+    assert "grading took longer than 3 s" in by["slow"].error
+    assert all(by[s].result_json is not None for s in "abc")
+    assert time.monotonic() - start < 30, "the stuck submission was waited for, not stopped"
