@@ -39,6 +39,7 @@ class CaseRunner:
         self.outputs: list[tuple[str, bool]] = []
         self._notes: list[str] = []
         self._missing = False
+        self._hidden_session = False
         cfg = ctx.config.exercise(spec.id)
         self.timeout = cfg.call_timeout or spec.call_timeout or ctx.config.call_timeout
 
@@ -61,7 +62,11 @@ class CaseRunner:
     def _close_session(self) -> None:
         if self.session is not None:
             self.session.close()
-            self.outputs.append(self.session.output)
+            if self._hidden_session:      # what hidden cases print could show their inputs
+                total = self.session.output_total
+                self.outputs.append((f"[{total} bytes printed during hidden cases: withheld]\n" if total else "", False))
+            else:
+                self.outputs.append(self.session.output)
             self.session = None
         if self.workdir:
             remove_workdir(self.workdir)
@@ -100,6 +105,9 @@ class CaseRunner:
                        else f"the submission's time limit ({self.ctx.config.submission_timeout:g} s) was used up")
                 results.append(self._result(case, ref, Status.NOT_RUN, f"not run: {why}"))
                 continue
+            if case.hidden and not self._hidden_session:
+                self._close_session()         # hidden cases run in a child of their own
+                self._hidden_session = True
             if self.session is None or not self.session.alive:
                 ready = self._open()
                 if ready.kind != "ok":
@@ -251,8 +259,13 @@ def _align(wrong: Any, ref: Any) -> Any:
 
 
 def _hidden_message(status: Status, message: str, comps) -> str:
+    """What a hidden case may say: the kind of failure, never an exception's text (which could
+    quote the inputs) nor values."""
     if status is Status.FAILED:
         return feedback.comparisons_message(tuple(feedback.hide(c) for c in comps)) if comps else "wrong answer"
+    if status is Status.ERROR:
+        first = message.split("\n")[0]
+        return f"raised {first.split(':')[0]}" if ":" in first else "raised an exception"
     return message.split("\n")[0]
 
 

@@ -5,6 +5,7 @@ A report never recomputes anything: whatever a renderer shows is a field here.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -174,8 +175,8 @@ def to_dict(obj: Any) -> Any:
         return [to_dict(x) for x in obj]
     if isinstance(obj, dict):
         return {str(k): to_dict(v) for k, v in obj.items()}
-    if isinstance(obj, float) and obj != obj:
-        return None
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None     # strict JSON has no NaN or Infinity; the problem text says what it was
     return obj
 
 

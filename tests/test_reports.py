@@ -111,3 +111,23 @@ def test_html_escapes_whatever_the_student_printed():
     evil = dataclasses.replace(r, exercises=(dataclasses.replace(e, output="<script>alert(1)</script>"),))
     html = render(evil, "html")
     assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_hidden_cases_leak_neither_exception_text_nor_prints(grade_dir, config, make_submission):
+    """A student who prints or raises with the inputs learns nothing about hidden cases."""
+    import dataclasses
+    cfg = dataclasses.replace(config, secret_seed=4242)
+    leaky = '''
+def positional_encoding(T, d_model):
+    print("INPUTS", T, d_model)
+    raise ValueError(f"SECRET {T} {d_model}")
+'''
+    r = grade_dir(make_submission({"attention.positional_encoding": leaky}), "attention.positional_encoding", cfg=cfg)
+    (e,) = r.exercises
+    public = {c.name: c for c in e.cases if not c.hidden}
+    hidden = [c for c in e.cases if c.hidden]
+    assert hidden and all(c.message == "raised ValueError" for c in hidden)
+    assert "SECRET 10 16" in public["T=10, d_model=16"].message      # public cases keep the full text
+    assert "bytes printed during hidden cases: withheld" in e.output
+    printed = [line for line in e.output.splitlines() if line.startswith("INPUTS")]
+    assert len(printed) == len(public)        # one line per public case, none from the hidden child

@@ -300,8 +300,8 @@ def _kill_uid(uid: int) -> None:
         for entry in os.listdir("/proc"):
             if not entry.isdigit():
                 continue
-            try:
-                if os.stat(f"/proc/{entry}").st_uid == uid:
+            try:        # zombies are dead already: the zygote reaps them, no need to wait
+                if os.stat(f"/proc/{entry}").st_uid == uid and _exists(int(entry)):
                     os.kill(int(entry), signal.SIGKILL)
                     found = True
             except (OSError, ProcessLookupError):
