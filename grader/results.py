@@ -5,7 +5,6 @@ A report never recomputes anything: whatever a renderer shows is a field here.
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -175,8 +174,8 @@ def to_dict(obj: Any) -> Any:
         return [to_dict(x) for x in obj]
     if isinstance(obj, dict):
         return {str(k): to_dict(v) for k, v in obj.items()}
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None     # strict JSON has no NaN or Infinity; the problem text says what it was
+    if isinstance(obj, float) and obj != obj:
+        return None     # NaN; an infinite error figure is kept (the gradebook stores it as Infinity)
     return obj
 
 

@@ -51,6 +51,8 @@ def _exercise(e: ExerciseResult) -> ExerciseResult:
 
 def _safe_message(c: CaseResult) -> str:
     first = c.message.splitlines()[0]
+    if first.startswith("raised "):            # the engine already reduced it to the exception type
+        return f"your code {first} on this hidden case"
     if first.startswith("ran out of memory"):
         return first.split(" (", 1)[0]
     kind = _KIND.match(first)
