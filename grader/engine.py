@@ -89,7 +89,7 @@ def grade(submission_path: str, specs: list[ExerciseSpec], config: Config,
     torch.set_num_threads(1)       # references are small; exercises already run side by side
     try:
         with ThreadPoolExecutor(max_workers=max(1, min(config.effective_jobs, len(specs)))) as pool:
-            exercises = tuple(pool.map(lambda s: grade_exercise(s, ctx), specs))
+            exercises = tuple(pool.map(lambda s: _guarded(s, ctx), specs))
         exercises = performance.run(exercises, specs, ctx)
     finally:
         torch.set_num_threads(threads)
@@ -100,6 +100,17 @@ def grade(submission_path: str, specs: list[ExerciseSpec], config: Config,
     return SubmissionResult(submission=submission_path, exercises=exercises, settings=config.summary(),
                             errors=submission.problems + broken, seconds=time.monotonic() - start,
                             grader_version=__version__)
+
+
+def _guarded(spec: ExerciseSpec, ctx: Context) -> ExerciseResult:
+    """A failure of the grader itself costs one exercise, with a message that says whose fault it is."""
+    try:
+        return grade_exercise(spec, ctx)
+    except Exception as e:   # a bug in a spec or the engine: never the student's, never a lost batch
+        return ExerciseResult(id=spec.id, status=Status.ERROR, points=0.0,
+                              max_points=scoring.max_points(spec, ctx.config),
+                              message=f"the grader failed on this exercise ({type(e).__name__}: {e}); this is a "
+                                      "bug in the grader, not in your code: please report it")
 
 
 def _unreadable(path: str, specs, config: Config, message: str, start: float) -> SubmissionResult:

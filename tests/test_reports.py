@@ -131,3 +131,19 @@ def positional_encoding(T, d_model):
     assert "bytes printed during hidden cases: withheld" in e.output
     printed = [line for line in e.output.splitlines() if line.startswith("INPUTS")]
     assert len(printed) == len(public)        # one line per public case, none from the hidden child
+
+
+def test_a_grader_bug_costs_one_exercise_and_says_whose_fault(config):
+    import dataclasses
+    from conftest import SOLUTIONS
+    from grader.catalog import select
+    from grader.engine import grade
+
+    def broken(*a, **k):
+        raise RuntimeError("reference exploded")
+    specs = select(["attention"])
+    specs[0] = dataclasses.replace(specs[0], reference=broken)
+    r = grade(str(SOLUTIONS), specs, config)
+    first, *rest = r.exercises
+    assert first.status.value == "error" and "bug in the grader" in first.message
+    assert all(e.passed for e in rest)
