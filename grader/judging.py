@@ -55,6 +55,9 @@ class CaseRunner:
         self._first_call = True
         ready = self.session.ready
         self._record_hits(ready)
+        weaker = f"Sandbox on this machine: {ready.detail} (the other limits apply)." if ready.detail else ""
+        if weaker and weaker not in self._notes:
+            self._notes.append(weaker)
         if ready.kind == "ok" and self.spec.function not in (ready.value or []):
             self._missing = True
         return ready
