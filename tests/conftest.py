@@ -96,3 +96,36 @@ def make_submission(tmp_path):
 
 def statuses(result):
     return {e.id: e.status.value for e in result.exercises}
+
+
+def _rounds(entries):
+    """Pack (exercise, variant) pairs into rounds with at most one variant per exercise."""
+    rounds: list[dict[str, str]] = []
+    for exercise, variant in entries:
+        for r in rounds:
+            if exercise not in r:
+                r[exercise] = variant
+                break
+        else:
+            rounds.append({exercise: variant})
+    return rounds
+
+
+def grade_variants(tmp_path_factory, grade_dir, entries, prefix):
+    """Grade many known-mistake variants in few runs: each round is the worked solutions with at
+    most one variant per exercise swapped in. Returns (exercise, variant) -> ExerciseResult."""
+    results = {}
+    for k, chosen in enumerate(_rounds(entries)):
+        dest = tmp_path_factory.mktemp(f"{prefix}{k}")
+        for f in SOLUTIONS.glob("*.py"):
+            shutil.copy(f, dest / f.name)
+        for exercise, variant in chosen.items():
+            module, function = exercise.split(".")
+            path = dest / f"{module}.py"
+            source = mistake_source(module, f"{function}__{variant}")
+            assert source.startswith(f"def {function}("), (exercise, variant)
+            path.write_text(replace_function(path.read_text(), function, source))
+        result = grade_dir(dest, *chosen)
+        for e in result.exercises:
+            results[(e.id, chosen[e.id])] = e
+    return results

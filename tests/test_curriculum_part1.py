@@ -16,12 +16,11 @@ variants are packed into rounds (at most one variant per exercise: one submissio
 from __future__ import annotations
 
 import math
-import shutil
 
 import pytest
 import torch
 
-from conftest import FIXTURES, ROOT, SOLUTIONS, mistake_source, replace_function
+from conftest import FIXTURES, ROOT, SOLUTIONS, grade_variants
 from grader.catalog import catalog
 from grader.catalog import _part1_glorot as glorot
 from grader.catalog import neurons as neurons_spec
@@ -213,38 +212,6 @@ JUDGED = [
 ALTERNATIVES = sorted(p.name for p in (FIXTURES / "submissions").glob("alt_*") if p.name.split("_")[1] in MODULES)
 
 
-def _rounds(entries):
-    """Pack (exercise, variant) pairs into rounds with at most one variant per exercise."""
-    rounds: list[dict[str, str]] = []
-    for exercise, variant in entries:
-        for r in rounds:
-            if exercise not in r:
-                r[exercise] = variant
-                break
-        else:
-            rounds.append({exercise: variant})
-    return rounds
-
-
-def _graded(tmp_path_factory, grade_dir, entries, prefix):
-    """Grade every round once; (exercise, variant) -> ExerciseResult."""
-    results = {}
-    for k, chosen in enumerate(_rounds(entries)):
-        dest = tmp_path_factory.mktemp(f"{prefix}{k}")
-        for f in SOLUTIONS.glob("*.py"):
-            shutil.copy(f, dest / f.name)
-        for exercise, variant in chosen.items():
-            module, function = exercise.split(".")
-            path = dest / f"{module}.py"
-            source = mistake_source(module, f"{function}__{variant}")
-            assert source.startswith(f"def {function}("), (exercise, variant)
-            path.write_text(replace_function(path.read_text(), function, source))
-        result = grade_dir(dest, *chosen)
-        for e in result.exercises:
-            results[(e.id, chosen[e.id])] = e
-    return results
-
-
 def _specs():
     return [s for s in catalog().values() if s.module in MODULES]
 
@@ -262,10 +229,10 @@ def stubs_result(grade_dir):
 @pytest.fixture(scope="module")
 def variants_result(tmp_path_factory, grade_dir):
     entries = [(e, v) for e, v, _ in MISTAKES + FORBIDDEN]
-    results = _graded(tmp_path_factory, grade_dir, list(dict.fromkeys(entries)), "part1_")
+    results = grade_variants(tmp_path_factory, grade_dir, list(dict.fromkeys(entries)), "part1_")
     # train_xor runs the submission's own mlp_backward and steps: its variants get rounds of their own,
     # next to the worked solutions of everything else.
-    results.update(_graded(tmp_path_factory, grade_dir, [(e, v) for e, v, _ in JUDGED], "part1_judged_"))
+    results.update(grade_variants(tmp_path_factory, grade_dir, [(e, v) for e, v, _ in JUDGED], "part1_judged_"))
     return results
 
 

@@ -14,12 +14,11 @@ submission and one grading run for all the exercises it touches).
 """
 from __future__ import annotations
 
-import shutil
 
 import pytest
 import torch
 
-from conftest import FIXTURES, SOLUTIONS, ROOT, mistake_source, replace_function
+from conftest import FIXTURES, SOLUTIONS, ROOT, grade_variants
 from grader.catalog import catalog
 
 MODULES = ("rnn", "lstm", "gru", "tokens")
@@ -117,37 +116,6 @@ ALTERNATIVES = sorted(p.name for p in (FIXTURES / "submissions").glob("alt_*")
                       if p.name.split("_")[1] in MODULES)
 
 
-def _rounds(entries):
-    """Pack (exercise, variant) pairs into rounds with at most one variant per exercise."""
-    rounds: list[dict[str, str]] = []
-    for exercise, variant in entries:
-        for r in rounds:
-            if exercise not in r:
-                r[exercise] = variant
-                break
-        else:
-            rounds.append({exercise: variant})
-    return rounds
-
-
-def _graded(tmp_path_factory, grade_dir, entries, prefix):
-    """Grade every round once; (exercise, variant) -> ExerciseResult."""
-    results = {}
-    for k, chosen in enumerate(_rounds(entries)):
-        dest = tmp_path_factory.mktemp(f"{prefix}{k}")
-        for f in SOLUTIONS.glob("*.py"):
-            shutil.copy(f, dest / f.name)
-        for exercise, variant in chosen.items():
-            module, function = exercise.split(".")
-            path = dest / f"{module}.py"
-            source = mistake_source(module, f"{function}__{variant}")
-            path.write_text(replace_function(path.read_text(), function, source))
-        result = grade_dir(dest, *chosen)
-        for e in result.exercises:
-            results[(e.id, chosen[e.id])] = e
-    return results
-
-
 @pytest.fixture(scope="module")
 def solutions_result(grade_dir):
     return grade_dir(SOLUTIONS, *MODULES)
@@ -161,7 +129,7 @@ def stubs_result(grade_dir):
 @pytest.fixture(scope="module")
 def variants_result(tmp_path_factory, grade_dir):
     entries = [(e, v) for e, v, _ in MISTAKES] + [(e, v) for e, v, _ in LOCALISED] + [(e, v) for e, v, _ in FORBIDDEN]
-    return _graded(tmp_path_factory, grade_dir, list(dict.fromkeys(entries)), "variants")
+    return grade_variants(tmp_path_factory, grade_dir, list(dict.fromkeys(entries)), "variants")
 
 
 def _part2_specs():
