@@ -82,8 +82,8 @@ def own_compute(folder: Path, kinds: dict[str, str]) -> dict[str, float]:
     import torch
 
     from grader.catalog import select
-    from grader.engine import build_cases
-    from grader.engine_util import clone
+    from grader.pipeline.engine import build_cases
+    from grader.trees import clone
 
     torch.set_num_threads(1)
     specs = select([MODULE])

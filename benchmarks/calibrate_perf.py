@@ -152,7 +152,7 @@ def main() -> int:
 
     from grader.catalog import catalog
     from grader.config import load_config
-    from grader.engine import grade, limits_from
+    from grader.pipeline.engine import grade, limits_from
     from grader.sandbox.runner import Sandbox
     from grader.timing.config import with_overrides
     from grader.timing.specs import REGISTRY

@@ -64,7 +64,7 @@ def main() -> int:
     cli = wall(lambda: run("-c", "import grader.cli; grader.cli.build_parser()"), args.repeat)
     line("import grader.cli + build the parser", cli, ("bare start", bare))
     from grader.config import load_config
-    from grader.engine import limits_from
+    from grader.pipeline.engine import limits_from
     from grader.sandbox.runner import Sandbox
     config = load_config(os.path.join(ROOT, "autograde.toml"), env={})
 
@@ -89,7 +89,7 @@ def main() -> int:
         line("  per performance check", (with_perf - full) / max(timed, 1))
 
     print("\n3. per-exercise overhead (warm sandbox)")
-    from grader.engine import build_cases, grade
+    from grader.pipeline.engine import build_cases, grade
     exercise = "attention.causal_mask"
     spec = catalog()[exercise]
     source = importlib.util.spec_from_file_location("solution_attention", os.path.join(ROOT, "solutions", "attention.py"))

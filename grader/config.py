@@ -12,6 +12,10 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
+from grader.errors import ConfigError
+
+__all__ = ["Config", "ConfigError", "ExerciseConfig", "load_config"]
+
 # section -> key -> (type, default, description)
 SCHEMA: dict[str, dict[str, tuple[type | tuple[type, ...], Any, str]]] = {
     "course": {
@@ -50,8 +54,6 @@ CHOICES = {
 }
 
 
-class ConfigError(Exception):
-    """A configuration problem the user must fix; the message says where and how."""
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,29 @@
-"""Exceptions the front-ends map to exit code 2 (usage), importable without loading torch."""
+"""Exit codes and every exception a front-end maps to one; importable without loading torch.
+
+A front-end catches these and exits with the code beside them (grader.cli does it for the
+command line); nothing else in the package decides an exit code.
+"""
+from enum import IntEnum
 
 
-class SelectionError(Exception):
+class ExitCode(IntEnum):
+    OK = 0             # everything graded passed
+    FAILED = 1         # something graded failed
+    USAGE = 2          # bad arguments, configuration or submission path
+    INTERNAL = 3       # the grader itself broke (a bug: please report it)
+
+
+class UsageError(Exception):
+    """A problem the user fixes by changing the command line or the configuration (exit 2)."""
+
+
+class ConfigError(UsageError):
+    """autograde.toml (or an override) is invalid; the message names the file, the key and the fix."""
+
+
+class SelectionError(UsageError):
     """An exercise or module name on the command line that the catalog does not know."""
+
+
+class SubmissionError(UsageError):
+    """A submission path that cannot be read as a folder, .zip, .py or .ipynb."""

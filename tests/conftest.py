@@ -19,7 +19,7 @@ import pytest
 
 from grader.catalog import select
 from grader.config import load_config
-from grader.engine import grade, limits_from
+from grader.pipeline.engine import grade, limits_from
 from grader.sandbox.runner import Sandbox
 
 ROOT = Path(__file__).resolve().parent.parent

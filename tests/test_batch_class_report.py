@@ -2,8 +2,8 @@
 page shows them with real charts embedded (no external files)."""
 import re
 
-from grader.batch.class_report import class_stats, render
-from grader.batch.gradebook import Row
+from grader.frontends.batch.class_report import class_stats, render
+from grader.frontends.batch.gradebook import Row
 from grader.results import CaseResult, ExerciseResult, PerfResult, Status, SubmissionResult
 
 MASK, SDPA = "attention.causal_mask", "attention.scaled_dot_product_attention"

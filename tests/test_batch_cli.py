@@ -229,8 +229,8 @@ def test_nbgrader_db_needs_an_assignment(tmp_path, env):
 
 
 def test_two_batches_cannot_write_one_folder(tmp_path):
-    from grader.batch.run import _lock
-    from grader.batch.workers import BatchError
+    from grader.frontends.batch.run import _lock
+    from grader.frontends.batch.workers import BatchError
 
     held = _lock(str(tmp_path))
     try:

@@ -5,7 +5,7 @@ import os
 import pytest
 
 from fixtures.batch.build import make_class
-from grader.batch.discover import content_hash, discover, folder_name
+from grader.frontends.batch.discover import content_hash, discover, folder_name
 
 
 def test_one_folder_or_zip_per_student(tmp_path):

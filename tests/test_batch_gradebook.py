@@ -4,7 +4,7 @@ import sqlite3
 
 import pytest
 
-from grader.batch.gradebook import Gradebook, fingerprint
+from grader.frontends.batch.gradebook import Gradebook, fingerprint
 from grader.results import CaseResult, ExerciseResult, PerfResult, Status, SubmissionResult
 
 

@@ -1,4 +1,4 @@
-"""`--nbgrader-db PATH --assignment NAME`: after grading, scores go to grader.nbgrader_export
+"""`--nbgrader-db PATH --assignment NAME`: after grading, scores go to grader.frontends.notebooks.nbgrader_export
 (another front-end's module); without that module the batch refuses, before grading anything."""
 import importlib.machinery
 import importlib.util
@@ -9,7 +9,7 @@ import pytest
 
 from fixtures.batch.build import make_class
 from grader import cli
-from grader.batch import run
+from grader.frontends.batch import run
 from grader.config import load_config
 from grader.results import SubmissionResult
 from conftest import ROOT

@@ -2,7 +2,7 @@
 import io
 import re
 
-from grader.batch.progress import Progress
+from grader.frontends.batch.progress import Progress
 
 
 def test_plain_lines_when_not_a_terminal():

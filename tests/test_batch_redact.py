@@ -1,5 +1,5 @@
 """The student's view of hidden cases: what a student's own code could smuggle out is withheld."""
-from grader.batch.redact import OUTPUT_WITHHELD, student_view
+from grader.frontends.batch.redact import OUTPUT_WITHHELD, student_view
 from grader.results import CaseResult, ExerciseResult, Status, SubmissionResult
 
 LEAK = "ValueError: tensor([0.1234, 0.5678])"

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import ROOT
 from fixtures.batch.build import make_class
-from grader.batch.workers import Pool, Task
+from grader.frontends.batch.workers import Pool, Task
 from grader.config import load_config
 
 

@@ -171,7 +171,7 @@ def test_student_output_cannot_run_script_in_the_feedback(chromium, batch_out, t
 def test_performance_chart_in_a_browser(chromium, tmp_path):
     from test_batch_class_report import klass
 
-    from grader.batch.class_report import class_stats, render
+    from grader.frontends.batch.class_report import class_stats, render
 
     page = tmp_path / "perf_report.html"
     page.write_text(render(class_stats(klass()), "Attention", {}), encoding="utf-8")

@@ -21,7 +21,7 @@ from conftest import FIXTURES, ROOT, SOLUTIONS, mistake_source, replace_function
 from grader.catalog import select
 from grader.catalog._part3_torch import one_thread
 from grader.catalog.moe import _moe, moe_cases, ref_moe_forward
-from grader.engine import grade
+from grader.pipeline.engine import grade
 from grader.results import Status
 
 SPEC = select(["moe.moe_forward"])[0]

@@ -29,7 +29,7 @@ from grader.catalog import _part3_math as M
 from grader.catalog import _part3_torch as T
 from grader.catalog import select
 from grader.catalog._part3_decode import greedy_case, greedy_cases, ref_greedy_decode
-from grader.engine import grade
+from grader.pipeline.engine import grade
 from grader.results import Status
 
 SPECS = {s.id: s for s in select(["transformer"])}

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import ROOT
 from grader import __version__
-from grader.ci.annotations import command
+from grader.frontends.ci.annotations import command
 from grader.reports.classroom import classroom_result
 from grader.results import ExerciseResult, Status, SubmissionResult
 from test_pytest_plugin import course_copy, solution

@@ -1,7 +1,7 @@
 """Comparison: shape and dtype first, then NaN/Inf, then error figures; zeros never pass."""
 import torch
 
-from grader.compare import compare_outputs, compare_tensor
+from grader.pipeline.compare import compare_outputs, compare_tensor
 from grader.sandbox import wire
 
 TOL = lambda dtype: (1e-5, 1e-4)  # noqa: E731

@@ -14,8 +14,8 @@ import pytest
 
 from conftest import ROOT, SOLUTIONS, mistake_source, replace_function
 from grader.config import load_config
-from grader.gradescope.bundle import build
-from grader.gradescope.run import find_submission
+from grader.frontends.gradescope.bundle import build
+from grader.frontends.gradescope.run import find_submission
 
 NAMES = ["attention.causal_mask", "attention.positional_encoding"]
 
@@ -66,7 +66,7 @@ def test_bundle_layout(bundle):
         assert zf.read("grader.env") == b"GRADER_SECRET_SEED=4242\n"
         assert b"torch" in zf.read("requirements.txt") and zf.read("constraints.txt").startswith(b"torch==")
     assert {"setup.sh", "run_autograder", "autograde.toml", "lib/grader/__init__.py",
-            "lib/grader/engine.py", "lib/grader/reports/templates/report.md.j2"} <= names
+            "lib/grader/pipeline/engine.py", "lib/grader/reports/templates/report.md.j2"} <= names
     assert modes["setup.sh"] == modes["run_autograder"] == 0o755
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
     assert manifest["names"] == NAMES and manifest["hidden_cases"] is True

@@ -4,7 +4,7 @@ import zipfile
 
 import pytest
 
-from grader.loader import SubmissionError, load_submission, salvage
+from grader.submission.loader import SubmissionError, load_submission, salvage
 
 
 def test_folder(tmp_path):

@@ -25,8 +25,8 @@ import pytest
 from conftest import ROOT, SOLUTIONS, mistake_source
 from grader.catalog import catalog
 from grader.config import ExerciseConfig
-from grader.notebooks.generate import GRADE_ID, exercise_of_grade_id, grade_id_of, write_source_notebooks
-from grader.scoring import max_points
+from grader.frontends.notebooks.generate import GRADE_ID, exercise_of_grade_id, grade_id_of, write_source_notebooks
+from grader.pipeline.scoring import max_points
 
 try:
     from nbgrader.api import Gradebook
@@ -223,7 +223,7 @@ def test_grader_check_on_the_submitted_notebook_agrees_with_nbgrader(course, gra
 # ------------------------------------------------------------------------------ write_scores
 @pytest.mark.slow
 def test_write_scores_lands_where_nbgrader_export_reads(course, graded, tmp_path):
-    from grader.nbgrader_export import write_scores
+    from grader.frontends.notebooks.nbgrader_export import write_scores
     db = tmp_path / "gradebook.db"
     shutil.copy(course["clean_db"], db)
     report = write_scores(str(db), ASSIGNMENT, {"carol": graded["alice"], "dave": graded["alice"]})
@@ -240,7 +240,7 @@ def test_write_scores_lands_where_nbgrader_export_reads(course, graded, tmp_path
 def test_write_scores_says_what_is_missing(course, grade_dir, tmp_path, make_submission, config):
     """A missing gradebook or assignment names the nbgrader command to run; exercises without a cell,
     and points that differ from the notebook's, are reported (the score is capped at the cell's points)."""
-    from grader.nbgrader_export import GradebookError, write_scores
+    from grader.frontends.notebooks.nbgrader_export import GradebookError, write_scores
     db = tmp_path / "gradebook.db"
     shutil.copy(course["clean_db"], db)
     with pytest.raises(GradebookError, match="no such gradebook; run `nbgrader generate_assignment ps1`"):

@@ -1,4 +1,4 @@
-"""grader/notebooks/source.py: a handed-in .ipynb becomes the source of one module.
+"""grader/submission/notebook.py: a handed-in .ipynb becomes the source of one module.
 
 Fixtures in tests/fixtures/notebooks/ are notebooks as Jupyter writes them:
 - magics/attention.ipynb: the four attention solutions spread over cells with line magics,
@@ -17,9 +17,9 @@ import sys
 import pytest
 
 from conftest import FIXTURES, ROOT, statuses
-from grader.loader import SubmissionError, load_submission
-from grader.notebooks import notebook_source
-from grader.notebooks.source import python_of_cell
+from grader.submission.loader import SubmissionError, load_submission
+from grader.submission.notebook import notebook_source
+from grader.submission.notebook import python_of_cell
 
 NB = FIXTURES / "notebooks"
 

@@ -83,15 +83,15 @@ def test_pass_fail_with_diagnosis_junit_and_points(student):
 
 
 def test_the_module_is_graded_once_for_all_its_items(student, monkeypatch, pytester):
-    import grader.engine
+    import grader.pipeline.engine
     calls = []
-    real = grader.engine.grade
+    real = grader.pipeline.engine.grade
 
     def counting(path, specs, config, sandbox=None):
         calls.append(sorted(s.id for s in specs))
         return real(path, specs, config, sandbox)
 
-    monkeypatch.setattr(grader.engine, "grade", counting)
+    monkeypatch.setattr(grader.pipeline.engine, "grade", counting)
     monkeypatch.chdir(student)
     result = pytester.runpytest_inprocess(*PLUGIN, *TWO, str(student))
     result.assert_outcomes(passed=1, failed=1, deselected=2)

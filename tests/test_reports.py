@@ -137,7 +137,7 @@ def test_a_grader_bug_costs_one_exercise_and_says_whose_fault(config):
     import dataclasses
     from conftest import SOLUTIONS
     from grader.catalog import select
-    from grader.engine import grade
+    from grader.pipeline.engine import grade
 
     def broken(*a, **k):
         raise RuntimeError("reference exploded")

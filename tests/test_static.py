@@ -1,6 +1,6 @@
 """Static forbidden-API scan: aliases resolved, helpers followed, docstrings ignored."""
 from grader.catalog.rules import AUTOGRAD, SDPA
-from grader.static import forbidden_hits, function_line
+from grader.pipeline.static import forbidden_hits, function_line
 
 
 def test_alias_and_helper_are_followed():

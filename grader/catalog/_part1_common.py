@@ -9,8 +9,8 @@ import torch
 
 from grader.catalog._part1_sandbox import ZERO_D, wire_safe
 from grader.catalog.spec import Case, ExerciseSpec, Verdict
-from grader.compare import compare_outputs
-from grader.feedback import comparisons_message
+from grader.pipeline.compare import compare_outputs
+from grader.pipeline.feedback import comparisons_message
 
 __all__ = ["SAFE_CALL", "unwrap", "wire_safe", "compare_judge", "compare", "wire_safe_mistake"]
 

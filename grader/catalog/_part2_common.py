@@ -48,7 +48,7 @@ def in64(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def allclose(actual: Any, expected: Any, atol: float, rtol: float) -> bool:
-    """Nested comparison for localisers (same criterion as grader.compare)."""
+    """Nested comparison for localisers (same criterion as grader.pipeline.compare)."""
     if isinstance(expected, torch.Tensor):
         if not isinstance(actual, torch.Tensor) or actual.shape != expected.shape:
             return False

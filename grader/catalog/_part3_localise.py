@@ -21,7 +21,7 @@ import torch
 
 from grader.catalog import _part3_math as M
 from grader.catalog._part3_torch import ref_decoder_layer, ref_encoder_layer
-from grader.compare import matches
+from grader.pipeline.compare import matches
 
 TRACE_ACCESSOR = "_grader_trace"
 _TRACED = ("encoder_layer", "decoder_layer")

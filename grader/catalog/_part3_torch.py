@@ -18,6 +18,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from grader import threads
 from grader.catalog._part3_math import embed, to64
 from grader.catalog.attention import mha_params
 from grader.catalog.spec import randn
@@ -26,38 +27,14 @@ F32, F64 = torch.float32, torch.float64
 
 
 # ----------------------------------------------------------------------------- one thread in the parent
-# Workaround: the grading parent runs with torch's default intra-op threads while the sandboxed
-# children keep the cores busy. These tensors are tiny, yet every BLAS call then waits for a
-# second thread: a (4, 5, 16) float64 forward pass took ~20 ms per matmul instead of
-# microseconds (greedy_decode's cases: 15 s instead of 0.2 s on a loaded 2-core machine).
-# This chapter's parent-side work therefore runs on one thread; the previous setting comes back
-# when the last such computation ends (a count, as the engine grades exercises concurrently).
-_THREADS = {"users": 0, "saved": 1, "lock": threading.Lock()}
-
-
-@contextlib.contextmanager
-def one_thread():
-    with _THREADS["lock"]:
-        if _THREADS["users"] == 0:
-            _THREADS["saved"] = torch.get_num_threads()
-            torch.set_num_threads(1)
-        _THREADS["users"] += 1
-    try:
-        yield
-    finally:
-        with _THREADS["lock"]:
-            _THREADS["users"] -= 1
-            if _THREADS["users"] == 0:
-                torch.set_num_threads(_THREADS["saved"])
-
-
+# This chapter's parent-side work runs on one intra-op thread (see grader.threads for why).
 def _on_one_thread(fn):
     if fn is None:
         return None
 
     @functools.wraps(fn)
     def pinned(*args, **kwargs):
-        with one_thread():
+        with threads.pinned(1):
             return fn(*args, **kwargs)
     return pinned
 

@@ -7,8 +7,8 @@ import torch
 
 from grader.catalog._part1_common import SAFE_CALL
 from grader.catalog.spec import Case, ExerciseSpec, Forbidden, KnownMistake, Verdict, randint, randn
-from grader.compare import compare_outputs
-from grader.feedback import comparisons_message
+from grader.pipeline.compare import compare_outputs
+from grader.pipeline.feedback import comparisons_message
 
 F32, F64 = torch.float32, torch.float64
 SANDBOX = "grader.catalog._part1_sandbox"

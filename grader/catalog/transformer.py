@@ -20,8 +20,8 @@ from grader.catalog._part3_torch import (F32, F64, ffn_params, layer_params, ln_
 from grader.catalog._part3_rules import LAYER_NORM, TRANSFORMER_MODULES
 from grader.catalog.rules import MHA
 from grader.catalog.spec import Case, ExerciseSpec, KnownMistake, Verdict, randint, randn
-from grader.compare import compare_outputs
-from grader.feedback import comparisons_message
+from grader.pipeline.compare import compare_outputs
+from grader.pipeline.feedback import comparisons_message
 
 LAYERS_FORBIDDEN = (TRANSFORMER_MODULES, MHA)
 LAYER_TOLERANCE = {F32: (2e-5, 2e-4), F64: (1e-10, 1e-8)}

@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from grader import threads
 from grader.sandbox import tripwires, wire
 from grader.sandbox.confine import confine
 
@@ -75,7 +76,7 @@ def serve(sock: socket.socket, setup: dict[str, Any]) -> None:
     sys.path[:] = [workdir] + [p for p in sys.path if p and os.path.isdir(p)
                                 and not os.path.exists(os.path.join(p, "solutions"))
                                 and not os.path.exists(os.path.join(p, "grader", "catalog"))]
-    torch.set_num_threads(int(setup.get("threads", 1)))
+    threads.configure(int(setup.get("threads", 1)))
     torch.manual_seed(0)
     hits = tripwires.Hits()
     rules = setup.get("forbidden", [])

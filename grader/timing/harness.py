@@ -18,7 +18,7 @@ import tempfile
 from dataclasses import asdict
 from typing import Any, Callable
 
-from grader import feedback
+from grader.pipeline import feedback
 from grader.results import Status
 from grader.sandbox.runner import Sandbox, Session, copy_submission, remove_workdir
 from grader.timing.driver import Driver

@@ -14,6 +14,8 @@ from typing import Any, Callable
 
 import torch
 
+from grader import threads
+
 # The clocks as they were when this module was imported (in the child: before the student's
 # module), so a replacement made by the student's code is seen, reported and undone.
 CLOCKS = {name: getattr(time, name) for name in ("perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns",
@@ -104,8 +106,8 @@ class Environment:
         self.apply()
 
     def apply(self) -> None:
-        if self.threads is not None and torch.get_num_threads() != self.threads:
-            torch.set_num_threads(self.threads)
+        if self.threads is not None:
+            threads.configure(self.threads)
         if self.device == "cuda":   # both sides in full float32: TF32 would be faster and less accurate
             torch.backends.cuda.matmul.allow_tf32 = False
             torch.backends.cudnn.allow_tf32 = False

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import random
-from contextlib import contextmanager
 from typing import Any, Callable
 
 import torch
@@ -155,17 +154,6 @@ def _schedule(k: int, per_block: dict[str, int], round_no: int) -> list[tuple[st
     return plan
 
 
-@contextmanager
-def one_thread():
-    """The parent's own torch work during a check (fresh inputs, the exercise's reference for every
-    timed output) on one thread: an OpenMP pool competing with the timed child for the same cores
-    slows both (on a loaded 2-core machine the parent's float64 references ran 10-40x slower)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _times(blocks: list[Block], side: str) -> list[float]:

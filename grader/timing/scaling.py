@@ -10,6 +10,7 @@ import math
 import os
 from dataclasses import dataclass
 
+from grader import threads
 from grader.timing import guards, policy, rounds, stats
 from grader.timing.harness import HarnessError, SandboxHarness
 from grader.timing.specs import PerfSpec
@@ -36,7 +37,7 @@ def measure(perf: PerfSpec, spec, files: dict[str, str], sandbox, config, *, dev
                                  timeout=max(config.call_timeout, 4 * budget), memory_mb=config.memory_mb)
         seed = rounds.fresh_seed()
         try:
-            with rounds.one_thread():
+            with threads.pinned(1):
                 m = rounds.run(harness, rounds.seeded_inputs(perf.inputs, dims, seed), output_checker(spec, config),
                                budget=budget, target_rse=target_rse, seed=seed, sizes=dims)
         except HarnessError as e:

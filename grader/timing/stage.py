@@ -1,6 +1,6 @@
 """The engine's hook: after correctness, time the exercises that passed, one check at a time.
 
-    exercises = stage.run(exercises, specs, ctx)     (grader.engine.grade, step 7)
+    exercises = stage.run(exercises, specs, ctx)     (grader.pipeline.engine.grade, step 7)
 
 Off unless [performance] enabled (or `grader check --perf`). For each exercise with a
 performance spec: plan the device (skips are said, never silently passed), run the rounds in a
@@ -16,11 +16,12 @@ from typing import Any
 import torch
 
 from grader.catalog.spec import Case, ExerciseSpec
-from grader.compare import compare_outputs
-from grader.engine_util import clone
+from grader.pipeline.compare import compare_outputs
+from grader.trees import clone
 from grader.results import ExerciseResult, PerfResult
 from grader.sandbox.runner import Sandbox
 from grader.sandbox.wire import claimed_type
+from grader import threads
 from grader.timing import policy, rounds
 from grader.timing.config import PerfConfig, perf_config
 from grader.timing.harness import HarnessError, SandboxHarness
@@ -77,7 +78,7 @@ def check(perf: PerfSpec, spec: ExerciseSpec, result: ExerciseResult, ctx: Any, 
                              memory_mb=ctx.config.memory_mb)
     seed = rounds.fresh_seed()
     try:
-        with _TIMING_LOCK, rounds.one_thread():
+        with _TIMING_LOCK, threads.pinned(1):
             m = rounds.run(harness, rounds.seeded_inputs(perf.inputs, dict(setting.sizes), seed),
                            output_checker(spec, ctx.config), budget=budget, target_rse=cfg.target_rse, seed=seed,
                            sizes=dict(setting.sizes))
@@ -131,7 +132,7 @@ def output_checker(spec: ExerciseSpec, config) -> Any:
 def _close(actual: Any, expected: Any, tol) -> bool:
     """The fast path of the comparison: True only when every tensor is a plain tensor of the
     reference's shape and dtype and within tolerance (NaN only where the reference has NaN);
-    anything else goes through grader.compare for the full verdict and its message."""
+    anything else goes through grader.pipeline.compare for the full verdict and its message."""
     if isinstance(expected, torch.Tensor):
         if not (isinstance(actual, torch.Tensor) and type(actual) is torch.Tensor and claimed_type(actual) == "torch.Tensor"
                 and actual.shape == expected.shape and actual.dtype == expected.dtype):

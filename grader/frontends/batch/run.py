@@ -1,0 +1,252 @@
+"""`grader batch`, composed: a whole class graded in parallel, resumable, with a class report.
+
+Steps, in order:
+  1. discover the students in SUBMISSIONS and fingerprint each submission (grader.frontends.batch.discover);
+  2. open the gradebook in --out; a student whose row matches this content and these settings is
+     skipped (unless --force) (grader.frontends.batch.gradebook);
+  3. grade the rest in warm workers, one Sandbox each (grader.frontends.batch.workers); as each result comes
+     back the parent writes the student's feedback files, then commits the row (grader.frontends.batch.outputs);
+  4. rewrite any feedback file a killed run left missing, then grades.csv and class_report.html
+     from the gradebook's rows (grader.frontends.batch.class_report);
+  5. hand the scores to nbgrader's gradebook when asked (grader.frontends.notebooks.nbgrader_export, if installed).
+"""
+from __future__ import annotations
+
+import fcntl
+import glob
+import hashlib
+import importlib
+import importlib.util
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from grader import __version__
+from grader.pipeline import scoring
+from grader.frontends.batch import class_report, outputs
+from grader.frontends.batch.discover import Entry, content_hash, discover
+from grader.frontends.batch.gradebook import Gradebook, Row
+from grader.frontends.batch.progress import Progress
+from grader.frontends.batch.workers import BatchError, Done, Pool, Task
+from grader.catalog import select
+from grader.config import Config
+from grader.results import ExerciseResult, Status, SubmissionResult, from_dict
+
+NBGRADER_MODULE = "grader.frontends.notebooks.nbgrader_export"
+
+
+@dataclass(frozen=True)
+class Options:
+    submissions: str
+    out: str
+    names: tuple[str, ...] = ()
+    jobs: int = 0                       # workers (submissions at once); 0: one per core
+    force: bool = False
+    assignment: str | None = None
+    nbgrader_db: str | None = None
+    # Exercises at once within a worker. An exercise's time is mostly waiting on its child (start,
+    # replies, teardown), not CPU: on 2 cores, 2 workers x 2 grade 1.3x faster than 2 x 1
+    # (benchmarks/batch_throughput.py; 263-280 vs 343-371 submissions/min), 2 x 3 no faster than 2 x 2.
+    exercise_jobs: int = 2
+
+
+@dataclass
+class Summary:
+    students: int = 0
+    graded: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    not_full_marks: list[str] = field(default_factory=list)
+    crashed: list[str] = field(default_factory=list)          # an exercise crashed or timed out
+    unreadable: list[str] = field(default_factory=list)
+    grader_errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    out: str = ""
+
+
+def default_jobs() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def settings_hash(config: Config, exercise_ids: list[str]) -> str:
+    """What, besides the submission, decides its grade and feedback files."""
+    seed = None if config.secret_seed is None else hashlib.sha256(str(config.secret_seed).encode()).hexdigest()
+    data = {"exercises": exercise_ids, "call_timeout": config.call_timeout, "memory_mb": config.memory_mb,
+            "submission_timeout": config.submission_timeout, "output_kb": config.output_kb,
+            "per_exercise": {k: vars(v) for k, v in sorted(config.exercises.items())},
+            "secret_seed_sha256": seed, "visibility": config.visibility, "grader": __version__,
+            "other_sections": config.extra}        # e.g. [performance], owned by other stages
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def nbgrader_export():
+    """grader.frontends.notebooks.nbgrader_export, or BatchError when it is not installed."""
+    if importlib.util.find_spec(NBGRADER_MODULE) is None:
+        raise BatchError("nbgrader support is not installed (no grader.frontends.notebooks.nbgrader_export module): "
+                         "--nbgrader-db needs it; grade without --nbgrader-db, or install the nbgrader front-end")
+    return importlib.import_module(NBGRADER_MODULE)
+
+
+def run_batch(options: Options, config: Config, stream: TextIO | None = None) -> Summary:
+    """Grade a class (see the module docstring for the steps); results are committed as they come."""
+    start = time.monotonic()
+    export = _check_nbgrader(options)
+    specs = select(list(options.names))
+    ids = [s.id for s in specs]
+    out = os.path.abspath(options.out)
+    found = discover(options.submissions, options.assignment, exclude=out)
+    os.makedirs(out, exist_ok=True)
+    lock = _lock(out)
+    for stale in glob.glob(os.path.join(out, "**", ".tmp-*"), recursive=True):   # left by a killed run
+        os.unlink(stale)
+    summary = Summary(students=len(found.entries), notes=list(found.notes), out=out)
+    if getattr(config.extra.get("performance"), "enabled", False) and (options.jobs or default_jobs()) > 1:
+        summary.notes.append("performance checks ran beside other grading on shared cores: their ratios are noisier "
+                             "than alone (--jobs 1 times them one at a time)")
+    book = Gradebook(os.path.join(out, "gradebook.sqlite"))
+    try:
+        settings = settings_hash(config, ids)
+        jobs = options.jobs or default_jobs()
+        todo = _plan(found.entries, book, settings, options.force, summary)
+        recorder = _Recorder(out, book, book.begin_run(settings, ids, jobs, __version__), settings, specs, config,
+                             summary, Progress(len(todo), len(summary.skipped), stream))
+        recorder.progress.begin()
+        tasks = {}
+        for entry, digest in todo:
+            if entry.problem:       # nothing to run (e.g. which assignment is unclear): said in the feedback
+                recorder.placeholder(entry, digest, "unreadable", entry.problem)
+            else:
+                tasks[Task(entry.student, entry.path)] = (entry, digest)
+        if tasks:
+            Pool(jobs, ids, config, options.exercise_jobs).run(list(tasks), lambda d: recorder.done(d, *tasks[d.task]))
+        recorder.progress.finish()
+        rows = list(book.rows([e.student for e in found.entries]))
+        _finish(out, rows, ids, config, options, found.notes)
+        book.end_run(recorder.run_id)
+        if export is not None:
+            summary.notes.append(_export(export, options, rows))
+    finally:
+        book.close()
+        lock.close()
+    summary.seconds = time.monotonic() - start
+    return summary
+
+
+class _Recorder:
+    """The parent's side of each result: feedback files first, then the gradebook row (one
+    transaction), then the tally and the progress line."""
+
+    def __init__(self, out, book: Gradebook, run_id: int, settings: str, specs, config: Config,
+                 summary: Summary, progress: Progress) -> None:
+        self.out, self.book, self.run_id, self.settings = out, book, run_id, settings
+        self.specs, self.config, self.summary, self.progress = specs, config, summary, progress
+
+    def done(self, d: Done, entry: Entry, digest: str) -> None:
+        if d.result_json is not None:
+            result = from_dict(json.loads(d.result_json))
+            self.record(entry, digest, result, _state(result))
+            return
+        last = d.error.strip().splitlines()[-1] if d.error.strip() else "unknown"
+        self.placeholder(entry, digest, "grader_error", "the grader itself failed on this submission "
+                         f"(not your fault; it is regraded on the next run): {last}", d.error)
+
+    def placeholder(self, entry: Entry, digest: str, state: str, message: str, detail: str = "") -> None:
+        self.record(entry, digest, _placeholder(entry.path, self.specs, self.config, message), state, detail)
+
+    def record(self, entry: Entry, digest: str, result: SubmissionResult, state: str, detail: str = "") -> None:
+        outputs.write_student(self.out, entry.student, result, self.config.visibility)
+        self.book.record(self.run_id, entry.student, entry.path, digest, self.settings, state, result, detail)
+        _tally(self.summary, entry.student, result, state)
+        self.progress.update(entry.student, result.score, result.max_score, state.replace("_", " "),
+                             result.score < result.max_score,
+                             entry.student in self.summary.crashed or state != "graded")
+
+
+def _check_nbgrader(options: Options):
+    """grader.frontends.notebooks.nbgrader_export when --nbgrader-db is given (checked before grading anything)."""
+    if not options.nbgrader_db:
+        return None
+    if not options.assignment:
+        raise BatchError("--nbgrader-db needs --assignment NAME (the nbgrader assignment to record scores under)")
+    return nbgrader_export()
+
+
+def _lock(out: str):
+    """One batch per output folder at a time (the parent is the gradebook's only writer);
+    the lock goes with the process, however it ends."""
+    f = open(os.path.join(out, ".lock"), "w")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.close()
+        raise BatchError(f"{out}: another `grader batch` is writing to this folder; wait for it, or use another --out")
+    return f
+
+
+def _export(export, options: Options, rows: list[Row]) -> str:
+    try:
+        report = export.write_scores(options.nbgrader_db, options.assignment, {r.student: r.result for r in rows})
+    except Exception as e:      # the grades are safe in the gradebook: say so, and how to retry
+        raise BatchError(f"writing scores to the nbgrader gradebook {options.nbgrader_db} failed: {e}\n"
+                         "Every result is in the batch's gradebook: fix this and run the same command again "
+                         "(nothing is regraded).") from None
+    written = getattr(report, "written", None)
+    count = f" for {len(written)} students" if isinstance(written, dict) else ""
+    return f"nbgrader: scores written{count} to {options.nbgrader_db}, assignment {options.assignment}"
+
+
+def _plan(entries, book: Gradebook, settings: str, force: bool, summary: Summary) -> list[tuple[Entry, str]]:
+    """Entries to grade now: new, changed, graded under other settings, or a grader error last time."""
+    current = book.current()
+    todo = []
+    for entry in entries:
+        digest = content_hash(entry.path)
+        known = current.get(entry.student)
+        if not force and known is not None and known[:2] == (digest, settings) and known[2] != "grader_error":
+            summary.skipped.append(entry.student)
+        else:
+            todo.append((entry, digest))
+    return todo
+
+
+def _finish(out: str, rows: list[Row], ids: list[str], config: Config, options: Options, notes) -> None:
+    for row in rows:        # a run killed between its commit and its files leaves some missing
+        if outputs.missing_files(out, row.student):
+            outputs.write_student(out, row.student, row.result, config.visibility)
+    outputs.write_atomic(os.path.join(out, "grades.csv"), outputs.grades_csv(rows, ids, options.assignment or ""))
+    stats = class_report.class_stats(rows)
+    title = config.course_name + (f" — {options.assignment}" if options.assignment else "")
+    shown = {"exercises": ", ".join(ids) if len(ids) <= 6 else f"{len(ids)} exercises",
+             "hidden cases": "yes" if config.secret_seed is not None else "no",
+             "call timeout": f"{config.call_timeout:g} s", "memory": f"{config.memory_mb} MiB"}
+    outputs.write_atomic(os.path.join(out, "class_report.html"), class_report.render(stats, title, shown, notes))
+
+
+def _state(result: SubmissionResult) -> str:
+    nothing_ran = all(not e.cases for e in result.exercises)
+    return "unreadable" if result.errors and nothing_ran else "graded"
+
+
+def _tally(summary: Summary, student: str, result: SubmissionResult, state: str) -> None:
+    summary.graded.append(student)
+    if result.score < result.max_score:
+        summary.not_full_marks.append(student)
+    if state == "unreadable":
+        summary.unreadable.append(student)
+    elif state == "grader_error":
+        summary.grader_errors.append(student)
+    elif any(e.status in (Status.CRASHED, Status.TIMEOUT) for e in result.exercises):
+        summary.crashed.append(student)
+
+
+def _placeholder(path: str, specs, config: Config, message: str) -> SubmissionResult:
+    """A result for a submission that was not run: every exercise 0 points, with `message`."""
+    exercises = tuple(ExerciseResult(id=s.id, status=Status.ERROR, points=0.0,
+                                     max_points=scoring.max_points(s, config), message=message) for s in specs)
+    return SubmissionResult(submission=path, exercises=exercises, settings=config.summary(), errors=(message,),
+                            grader_version=__version__)

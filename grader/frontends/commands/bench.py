@@ -1,0 +1,69 @@
+"""`grader bench EXERCISE [--submission PATH] [--device cpu|cuda] [--sizes 64,128,256] [--output FILE.png]`.
+
+Importing this module also registers the [performance] section of autograde.toml (every
+`grader` command imports every command module), so the section is known to all of them.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+from grader.frontends.commands import add_config_argument, config_from, resolve
+
+
+def register(sub) -> None:
+    p = sub.add_parser("bench", help="time your function against PyTorch over a range of sizes (table and plot)",
+                       description="Time the student's function and PyTorch's over a range of one size (T for "
+                                   "attention, ...): a table here and a plot as a PNG. Nothing is graded.")
+    p.add_argument("exercise", metavar="EXERCISE", help="e.g. attention.multi_head_attention")
+    p.add_argument("--submission", metavar="PATH", help="folder, .zip, .py or .ipynb (default: [course] submission)")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--sizes", metavar="N,N,...", help="values of the varying size (default: the spec's)")
+    p.add_argument("--budget", type=float, metavar="S",
+                   help="seconds of measurement per size (default: [performance] budget_s, at least 3)")
+    p.add_argument("--output", metavar="FILE", help="the plot (default: reports/bench-<exercise>.png)")
+    add_config_argument(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from grader.catalog import select
+    from grader.errors import ExitCode, UsageError
+    from grader.pipeline.engine import limits_from
+    from grader.submission.loader import load_submission
+    from grader.sandbox.runner import Sandbox
+    from grader.timing import scaling, stage
+    from grader.timing.config import perf_config
+    from grader.timing.specs import REGISTRY, perf_specs
+
+    config = config_from(args)
+    (spec,) = select([args.exercise]) if "." in args.exercise else (None,)
+    checks = perf_specs(spec) if spec is not None else ()
+    if not checks:
+        raise UsageError(f"'{args.exercise}' has no performance spec; exercises with one: {', '.join(REGISTRY)}")
+    perf = checks[0]
+    why = scaling.unavailable(args.device, stage.cuda_available())
+    if why:
+        raise UsageError(why)
+    if perf.setting(args.device) is None:
+        raise UsageError(f"{perf.exercise} has no {args.device} sizes")
+    try:
+        sizes = [int(v) for v in args.sizes.split(",")] if args.sizes else list(perf.bench)
+    except ValueError:
+        raise UsageError(f"--sizes {args.sizes!r}: give whole numbers separated by commas, e.g. 64,128,256") from None
+    submission = load_submission(args.submission or resolve(config, config.submission))
+    if spec.module not in submission.files:
+        raise UsageError(f"the submission has no {spec.module}.py")
+    cfg = perf_config(config)
+    limits = limits_from(config)
+    sandbox = Sandbox(limits if args.device == "cpu" else replace(limits, memory_bytes=0))   # see timing.stage
+    try:
+        rows = scaling.measure(perf, spec, submission.files, sandbox, config, device=args.device, sizes=sizes,
+                               budget=args.budget or max(cfg.budget_s, 3.0),
+                               threads=cfg.threads if args.device == "cpu" else None, target_rse=cfg.target_rse)
+    finally:
+        sandbox.shutdown()
+    print(scaling.table(rows, perf, args.device), end="")
+    output = args.output or os.path.join(resolve(config, "reports"), f"bench-{perf.exercise}.png")
+    print(f"plot written to {scaling.plot(rows, perf, args.device, output)}")
+    return ExitCode.OK if all(r.ratio is not None for r in rows) else ExitCode.FAILED

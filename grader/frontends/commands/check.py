@@ -1,0 +1,57 @@
+"""`grader check [EXERCISE_OR_MODULE ...] [--submission PATH] [--format F] [--output FILE]`."""
+from __future__ import annotations
+
+import os
+import sys
+
+from grader.frontends.commands import add_config_argument, config_from, resolve
+
+
+def register(sub) -> None:
+    p = sub.add_parser("check", help="grade a submission (default: the exercises/ folder)",
+                       description="Grade a submission and report. Exit 0: everything graded passed; "
+                                   "1: something failed; 2: usage or configuration error.")
+    p.add_argument("names", nargs="*", metavar="EXERCISE_OR_MODULE", help="e.g. attention or attention.causal_mask")
+    p.add_argument("--submission", metavar="PATH", help="folder, .zip, .py or .ipynb (default: [course] submission)")
+    p.add_argument("--format", default=None, help="terminal, html, md, json (Gradescope results.json) or junit")
+    p.add_argument("--output", metavar="FILE", help="write the report here instead of standard output")
+    p.add_argument("--color", choices=("auto", "always", "never"), default=None)
+    p.add_argument("--timeout", type=float, metavar="S", help="per-call time limit, seconds")
+    p.add_argument("--jobs", type=int, metavar="N", help="exercises graded at once")
+    p.add_argument("--perf", action="store_true", default=None,
+                   help="also time the exercises that pass against PyTorch (the [performance] checks; off by default)")
+    add_config_argument(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from grader.catalog import select
+    from grader.errors import ExitCode, UsageError
+    from grader.pipeline.engine import grade
+    from grader.reports import FORMATS, render
+
+    config = config_from(args, call_timeout=args.timeout, jobs=args.jobs,
+                         color=args.color)
+    if args.perf:
+        from grader.timing.config import with_overrides
+        config = with_overrides(config, enabled=True)
+    fmt = args.format or (config.formats[0] if config.formats else "terminal")
+    if fmt == "junit":
+        import grader.reports.junit  # noqa: F401  (registers itself)
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown --format '{fmt}': choose from {', '.join(sorted(FORMATS))}")
+    specs = select(args.names)
+    submission = args.submission or resolve(config, config.submission)
+    if not os.path.exists(submission):
+        raise UsageError(f"{submission}: no such file or folder (pass --submission PATH)")
+    result = grade(submission, specs, config)
+    color = {"always": True, "never": False}.get(config.color)
+    text = render(result, fmt, color=color if not args.output else False, visibility=config.visibility)
+    if args.output:
+        os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+        print(f"{result.score:g} / {result.max_score:g} — report written to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return ExitCode.OK if result.all_passed else ExitCode.FAILED

@@ -1,0 +1,114 @@
+"""`grader ci`: grade a pull request — reports to files, GitHub summary and annotations, exit by policy.
+
+Exit 0: the policy is met (default: everything passed; with --min-score: the score reaches it);
+1: it is not; 2: usage or configuration error, including a configuration or grader that is not
+the pinned one (--expect-config-sha256, --expect-grader-version).
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+from grader.frontends.commands import add_config_argument, config_from, resolve
+
+
+def register(sub) -> None:
+    p = sub.add_parser("ci", help="grade in CI: JUnit, results.json, GitHub summary and annotations, exit by policy",
+                       description=__doc__.split("\n\n", 1)[1])
+    p.add_argument("names", nargs="*", metavar="EXERCISE_OR_MODULE", help="e.g. attention (default: all)")
+    p.add_argument("--submission", metavar="PATH", help="folder to grade (default: [course] submission)")
+    p.add_argument("--out", metavar="DIR", default="grader-results",
+                   help="folder for report.xml (JUnit), results.json (Gradescope format), report.md")
+    p.add_argument("--summary", metavar="FILE", help="append the Markdown report here (default: $GITHUB_STEP_SUMMARY)")
+    p.add_argument("--source-root", metavar="DIR", help="where the pull request is checked out: annotation paths "
+                   "are relative to it, and the submission must lie inside it (default: $GITHUB_WORKSPACE or .)")
+    p.add_argument("--min-score", metavar="X", help="pass when the score reaches X points, or X%% of the maximum "
+                   "(default: pass only when every exercise passes)")
+    p.add_argument("--classroom", action="store_true",
+                   help="write the GitHub Classroom result (base64) to $GITHUB_OUTPUT as result=...")
+    p.add_argument("--secret-seed-file", metavar="PATH", help="read the secret seed for hidden cases from this file, "
+                   "then delete it: unlike an environment variable, the student's code cannot read it back")
+    p.add_argument("--expect-config-sha256", metavar="HEX", help="refuse to grade unless autograde.toml has this sha256")
+    p.add_argument("--expect-grader-version", metavar="V", help="refuse to grade unless this is grader V")
+    add_config_argument(p)
+    p.set_defaults(func=run)
+
+
+def _policy(text: str | None):
+    """--min-score as a function of the maximum score (None: every exercise must pass)."""
+    from grader.errors import UsageError
+    if not text:
+        return None
+    try:
+        value = float(text.rstrip("%"))
+    except ValueError:
+        raise UsageError(f"--min-score {text!r}: give points (6.5) or a percentage (70%)") from None
+    return (lambda top: value / 100 * top) if text.endswith("%") else (lambda top: value)
+
+
+def _seed_from_file(path: str | None) -> int | None:
+    from grader.errors import UsageError
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read().strip()
+        os.remove(path)
+    except OSError as e:
+        raise UsageError(f"--secret-seed-file {path}: {e.strerror}") from None
+    try:
+        return int(text, 0) if text else None          # empty: the secret is not configured, no hidden cases
+    except ValueError:
+        raise UsageError(f"--secret-seed-file {path}: the secret seed must be an integer") from None
+
+
+def _check_pins(args) -> None:
+    from grader.frontends.ci import pinning
+    from grader.errors import UsageError
+    path = args.config or ("autograde.toml" if os.path.exists("autograde.toml") else "")
+    try:
+        if args.expect_grader_version:
+            pinning.check_version(args.expect_grader_version)
+        if args.expect_config_sha256:
+            pinning.check_config(path, args.expect_config_sha256)
+    except pinning.PinError as e:
+        raise UsageError(str(e)) from None
+    if not (args.expect_config_sha256 or args.expect_grader_version) and os.environ.get("GITHUB_ACTIONS") == "true":
+        print("::warning::grader ci runs without --expect-config-sha256: a pull request that edits autograde.toml "
+              "would be graded by its own rules (see `grader init-ci`)")
+
+
+def run(args) -> int:
+    from grader.catalog import select
+    from grader.frontends.ci import pinning
+    from grader.frontends.ci.report import write_reports
+    from grader.errors import ExitCode, UsageError
+    from grader.pipeline.engine import grade
+
+    _check_pins(args)
+    policy = _policy(args.min_score)
+    config = config_from(args, secret_seed=_seed_from_file(args.secret_seed_file))
+    os.environ.pop(config.seed_env, None)      # the secret stays in the parent: the sandbox inherits the environment
+    specs = select(args.names)
+    submission = args.submission or resolve(config, config.submission)
+    if not os.path.isdir(submission) and not os.path.isfile(submission):
+        raise UsageError(f"{submission}: no such file or folder (pass --submission PATH)")
+    source_root = args.source_root or os.environ.get("GITHUB_WORKSPACE") or "."
+    if args.source_root:
+        try:
+            pinning.check_inside(submission, source_root)
+        except pinning.PinError as e:
+            raise UsageError(str(e)) from None
+    result = grade(submission, specs, config)
+    write_reports(result, config, args.out, args.summary or os.environ.get("GITHUB_STEP_SUMMARY"),
+                  source_root, os.environ.get("GITHUB_OUTPUT") if args.classroom else None, sys.stdout,
+                  classroom=args.classroom)
+    if policy is None:
+        ok = result.all_passed
+        print(f"policy: every exercise must pass — {'met' if ok else 'not met'}")
+    else:
+        threshold = policy(result.max_score)
+        ok = result.score >= threshold - 1e-9
+        print(f"policy: at least {threshold:g} of {result.max_score:g} points — {result.score:g}: "
+              f"{'met' if ok else 'not met'}")
+    return ExitCode.OK if ok else ExitCode.FAILED

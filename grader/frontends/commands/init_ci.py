@@ -1,0 +1,54 @@
+"""`grader init-ci`: write a GitHub Actions workflow that grades pull requests (or Classroom pushes).
+
+The sha256 of autograde.toml and this grader's version are pinned in the workflow; `grader ci`
+refuses to grade when either differs. See docs/ci.md for the threat model.
+"""
+from __future__ import annotations
+
+import os
+
+from grader.frontends.commands import add_config_argument, config_from
+
+
+def register(sub) -> None:
+    p = sub.add_parser("init-ci", help="write a GitHub Actions workflow that grades pull requests",
+                       description=__doc__.split("\n\n", 1)[1])
+    p.add_argument("names", nargs="*", metavar="EXERCISE_OR_MODULE", help="what the workflow grades (default: all)")
+    p.add_argument("--classroom", action="store_true",
+                   help="GitHub Classroom flavour: grade on push, report through autograding-grading-reporter")
+    p.add_argument("--output", metavar="PATH", help="default: .github/workflows/grade.yml (classroom.yml with --classroom)")
+    p.add_argument("--install", metavar="REQUIREMENT",
+                   help="how CI installs the grader (default: this repository if it holds the grader, "
+                        "else nn-grader==<this version>)")
+    p.add_argument("--min-score", metavar="X", help="passed on to `grader ci --min-score`")
+    p.add_argument("--force", action="store_true", help="overwrite an existing workflow")
+    add_config_argument(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from grader.catalog import select
+    from grader.frontends.ci.workflow import WorkflowOptions, render_workflow
+    from grader.errors import ExitCode, UsageError
+
+    config = config_from(args)
+    if not config.path:
+        raise UsageError("no autograde.toml here: run init-ci in the course repository, or pass --config PATH")
+    select(args.names)                       # unknown names fail now, not in CI
+    flavour = "classroom" if args.classroom else "pull_request"
+    output = args.output or os.path.join(config.root, ".github", "workflows",
+                                         "classroom.yml" if args.classroom else "grade.yml")
+    if os.path.exists(output) and not args.force:
+        raise UsageError(f"{output} exists; pass --force to overwrite it (or --output PATH)")
+    text = render_workflow(config, WorkflowOptions(flavour=flavour, names=tuple(args.names),
+                                                   install=args.install or "", min_score=args.min_score or ""))
+    os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
+    with open(output, "w", encoding="utf-8") as f:
+        f.write(text)
+    from grader import __version__
+    from grader.frontends.ci.pinning import sha256_of
+    print(f"wrote {output}\n  pinned: {config.path} sha256 {sha256_of(config.path)}, grader {__version__}\n"
+          f"  after any change to {os.path.basename(config.path)}, rerun `grader init-ci --force` and commit both.")
+    if not args.classroom:
+        print(f"  for hidden cases, add the repository secret {config.seed_env}. Threat model: docs/ci.md")
+    return ExitCode.OK

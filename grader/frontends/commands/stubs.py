@@ -1,0 +1,27 @@
+"""`grader stubs [--check]`: regenerate exercises/ from solutions/ (or check they agree)."""
+from __future__ import annotations
+
+from grader.frontends.commands import add_config_argument, config_from, resolve
+
+
+def register(sub) -> None:
+    p = sub.add_parser("stubs", help="regenerate the student stubs in exercises/ from solutions/")
+    p.add_argument("--check", action="store_true", help="only report stubs that differ; exit 1 if any")
+    add_config_argument(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from grader.stubs import generate, stale
+
+    config = config_from(args)
+    solutions = resolve(config, config.solutions)
+    exercises = resolve(config, config.submission)
+    if args.check:
+        bad = stale(solutions, exercises)
+        for name in bad:
+            print(f"{exercises}/{name} differs from what `grader stubs` generates from {solutions}/{name}")
+        return 1 if bad else 0
+    for name in generate(solutions, exercises):
+        print(f"wrote {exercises}/{name}")
+    return 0

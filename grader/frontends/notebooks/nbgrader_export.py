@@ -1,0 +1,84 @@
+"""Write the grader's scores into an nbgrader gradebook, through nbgrader's own API.
+
+    write_scores("course/gradebook.db", "ps1", {"alice": result, ...}) -> WriteReport
+
+The gradebook must already know the assignment (`nbgrader generate_assignment` records its
+notebooks and grade cells). For each student: the student and the submission are created if
+missing (nbgrader.api.Gradebook.update_or_create_student / add_submission), then each exercise's
+points become the `auto_score` of the grade cell named by its grade_id in the notebook named by
+its module (`attention.causal_mask` -> notebook `attention`, cell `attention-causal_mask`, as
+`grader notebooks` generates them). nbgrader's formgrader and `nbgrader export` then see them like
+autograded scores. Exercises the assignment has no cell for are reported, not written; grade
+cells the grader has no result for are left as they are.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass, field
+
+from grader.frontends.notebooks.generate import grade_id_of
+from grader.results import SubmissionResult
+
+
+class GradebookError(Exception):
+    """The gradebook or the assignment is not there; the message says what to run first."""
+
+
+@dataclass
+class WriteReport:
+    written: dict[str, int] = field(default_factory=dict)             # student -> grade cells written
+    not_in_assignment: dict[str, list[str]] = field(default_factory=dict)   # student -> exercise ids skipped
+    # exercise id -> (grader's max points, the grade cell's): the notebooks were generated with other points;
+    # the score written is capped at the cell's maximum
+    max_points_differ: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+
+def write_scores(db_path: str, assignment: str, results_by_student: dict[str, SubmissionResult],
+                 course_id: str = "") -> WriteReport:
+    """Set nbgrader autograded scores from grader results; returns what was written and skipped.
+
+    `course_id` is nbgrader's CourseDirectory.course_id ("" unless the course sets one).
+    """
+    try:
+        from nbgrader.api import Gradebook, MissingEntry
+    except ImportError:
+        raise GradebookError("writing to an nbgrader gradebook needs nbgrader: pip install nbgrader") from None
+    if not os.path.isfile(db_path):
+        raise GradebookError(f"{db_path}: no such gradebook; run `nbgrader generate_assignment {assignment}` "
+                             "in the course directory first (it creates gradebook.db)")
+    report = WriteReport()
+    with Gradebook(f"sqlite:///{os.path.abspath(db_path)}", course_id) as gb:
+        try:
+            cells = _grade_cells(gb.find_assignment(assignment))
+        except MissingEntry:
+            raise GradebookError(f"{db_path}: no assignment '{assignment}'; did you forget to run "
+                                 f"`nbgrader generate_assignment {assignment}`?") from None
+        for student, result in sorted(results_by_student.items()):
+            gb.update_or_create_student(student)
+            try:
+                gb.find_submission(assignment, student)
+            except MissingEntry:
+                with warnings.catch_warnings():     # nbgrader's own add_submission trips SQLAlchemy's
+                    warnings.simplefilter("ignore")  # autoflush warnings ("not in session"); harmless
+                    gb.add_submission(assignment, student)
+            written = 0
+            for exercise in result.exercises:
+                key = (exercise.module, grade_id_of(exercise.id))
+                if key not in cells:
+                    report.not_in_assignment.setdefault(student, []).append(exercise.id)
+                    continue
+                if abs(exercise.max_points - cells[key]) > 1e-9:
+                    report.max_points_differ[exercise.id] = (exercise.max_points, cells[key])
+                grade = gb.find_grade(key[1], key[0], assignment, student)
+                grade.auto_score = min(float(exercise.points), cells[key])
+                grade.needs_manual_grade = False
+                written += 1
+            gb.db.commit()
+            report.written[student] = written
+    return report
+
+
+def _grade_cells(assignment) -> dict[tuple[str, str], float]:
+    """(notebook name, grade cell name) -> max points, for every grade cell of the assignment."""
+    return {(nb.name, cell.name): float(cell.max_score) for nb in assignment.notebooks for cell in nb.grade_cells}

@@ -1,0 +1,152 @@
+"""Turn what a student handed in (a folder, a .zip, a notebook) into module sources.
+
+Nothing here imports or runs student code. A module that cannot be imported as written
+(syntax error, `sys.exit()` or an endless loop at import) can be *salvaged*: its function
+definitions, imports and plain assignments are kept, top-level statements that run code are
+dropped, so the functions that are fine still get graded.
+"""
+from __future__ import annotations
+
+import ast
+import io
+import json
+import os
+import re
+import zipfile
+from dataclasses import dataclass, field
+
+from grader.errors import SubmissionError
+from grader.submission.limits import MAX_FILE, MAX_FILES
+from grader.submission.notebook import notebook_source
+
+__all__ = ["Submission", "SubmissionError", "load_submission", "salvage"]
+
+
+@dataclass(frozen=True)
+class Submission:
+    path: str
+    files: dict[str, str]                      # "attention" -> source
+    origin: dict[str, str] = field(default_factory=dict)   # "attention" -> path shown to the student
+    problems: tuple[str, ...] = ()
+
+
+def load_submission(path: str) -> Submission:
+    if not os.path.exists(path):
+        raise SubmissionError(f"{path}: no such file or folder (pass --submission PATH, a folder of "
+                              "exercise modules, a .zip of one, or a .ipynb notebook)")
+    if os.path.isdir(path):
+        return _from_dir(path)
+    if path.endswith(".zip"):
+        return _from_zip(path)
+    if path.endswith(".ipynb"):
+        module = os.path.splitext(os.path.basename(path))[0]
+        return Submission(path, {module: notebook_source(path)}, {module: path})
+    if path.endswith(".py"):
+        module = os.path.splitext(os.path.basename(path))[0]
+        return Submission(path, {module: _read(path)}, {module: path})
+    raise SubmissionError(f"{path}: not a folder, .zip, .py or .ipynb file")
+
+
+def _read(path: str) -> str:
+    if os.path.getsize(path) > MAX_FILE:
+        raise SubmissionError(f"{path}: larger than {MAX_FILE >> 20} MiB; a source file this big is not an exercise")
+    with open(path, "rb") as f:
+        return f.read().decode("utf-8", "replace")
+
+
+def _from_dir(path: str) -> Submission:
+    """Modules from `*.py` files, and from `*.ipynb` notebooks for modules without a `.py`.
+    An unreadable notebook is a problem of that module only, not of the whole folder."""
+    files, origin, problems = {}, {}, []
+    names = sorted(os.listdir(path))[:MAX_FILES]
+    for name in names:
+        full = os.path.join(path, name)
+        if name.endswith(".py") and os.path.isfile(full) and not os.path.islink(full):
+            files[name[:-3]], origin[name[:-3]] = _read(full), full
+    for name in names:
+        full = os.path.join(path, name)
+        if name.endswith(".ipynb") and name[:-6] not in files and os.path.isfile(full):
+            try:
+                files[name[:-6]], origin[name[:-6]] = notebook_source(full), full
+            except SubmissionError as e:
+                problems.append(str(e))
+    if not files and not problems:
+        problems.append(f"{path}: no .py modules found (expected files such as attention.py, or notebooks such as attention.ipynb)")
+    return Submission(path, files, origin, tuple(problems))
+
+
+def _from_zip(path: str) -> Submission:
+    try:
+        zf = zipfile.ZipFile(path)
+        infos = [i for i in zf.infolist() if not i.is_dir()]
+    except (zipfile.BadZipFile, OSError) as e:
+        raise SubmissionError(f"{path}: not a readable zip archive ({e}); re-create it with `zip -r`") from None
+    files, origin = {}, {}
+    with zf:
+        for info in infos[: MAX_FILES * 5]:
+            name = info.filename
+            base = os.path.basename(name)
+            if "__MACOSX" in name or not base.endswith(".py") or base.startswith("."):
+                continue
+            if info.file_size > MAX_FILE:
+                continue
+            try:
+                source = zf.read(info).decode("utf-8", "replace")
+            except Exception as e:   # corrupt member
+                raise SubmissionError(f"{path}: member {name} cannot be read ({e})") from None
+            module = base[:-3]
+            if module not in files or name.count("/") < origin[module].count("/"):
+                files[module], origin[module] = source, f"{path}:{name}"
+    problems = () if files else (f"{path}: the archive holds no .py modules",)
+    return Submission(path, files, origin, problems)
+
+
+_SAFE_TOP = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_BOUNDARY = re.compile(r"^(?:@|def |async def |class )")
+_TOP_LEVEL = re.compile(r"^(?!else\b|elif\b|except\b|finally\b)[^\s#)\]}]")   # a new top-level statement
+MAX_REPAIRS = 20
+
+
+def salvage(source: str) -> tuple[str, list[str]]:
+    """A version of `source` that imports without running top-level code, and what was dropped.
+
+    A syntax error drops the top-level definition that holds it (from the `def`/`class` line
+    before the error to the next top-level statement; if that guess cuts through a string,
+    the next parse fails further on and drops more); then top-level statements that run code (calls, loops,
+    `sys.exit()`) are dropped. Line numbers are kept (dropped lines become blank) so tracebacks
+    still point at the student's own lines.
+    """
+    lines = source.splitlines()
+    dropped: list[str] = []
+    for _ in range(MAX_REPAIRS):
+        try:
+            tree = ast.parse("\n".join(lines))
+            break
+        except SyntaxError as e:
+            line = max(1, min(e.lineno or 1, len(lines)))
+            start = next((i for i in range(line - 1, -1, -1) if _BOUNDARY.match(lines[i])), 0)
+            while start > 0 and lines[start - 1].startswith("@"):
+                start -= 1
+            end = next((i for i in range(line, len(lines)) if _TOP_LEVEL.match(lines[i])), len(lines))
+            dropped.append(f"lines {start + 1}-{end}: syntax error ({e.msg}, line {line})")
+            lines[start:end] = [""] * (end - start)
+    else:
+        return "\n", dropped + ["the rest: too many syntax errors"]
+    for node in tree.body:
+        if not _safe(node):
+            first = node.lineno - 1
+            lines[first:node.end_lineno] = [""] * (node.end_lineno - first)
+            dropped.append(f"line {node.lineno}: top-level code that runs at import")
+    return "\n".join(lines) + "\n", dropped
+
+
+def _safe(node: ast.stmt) -> bool:
+    if isinstance(node, _SAFE_TOP):
+        return True
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        value = node.value
+        return value is not None and not any(isinstance(n, (ast.Call, ast.Lambda, ast.ListComp, ast.GeneratorExp))
+                                             for n in ast.walk(value))
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+        return True      # a docstring
+    return False
