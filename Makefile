@@ -1,6 +1,6 @@
 # Two commands do all set-up on a fresh machine:
 #   make grade   creates .venv if missing, installs the project, grades solutions/ and writes an HTML report
-#   make test    creates .venv if missing, installs the project, runs the whole test suite
+#   make test    creates .venv if missing, installs the project, runs the linter (ruff) and the whole test suite
 # Every install goes through constraints.txt (torch is pinned: never let a requirement pull another torch).
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 REPORT ?= reports/report.html
 PIP    := $(BIN)/python -m pip install --disable-pip-version-check -q -c constraints.txt
 
-.PHONY: grade test install stubs clean
+.PHONY: grade test lint install stubs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,11 +23,15 @@ $(STAMP): pyproject.toml constraints.txt | $(BIN)/python
 
 install: $(STAMP)
 
+lint: $(STAMP)
+	$(BIN)/ruff check grader tests benchmarks scripts
+
 grade: $(STAMP)
 	@mkdir -p $(dir $(REPORT))
 	$(BIN)/grader check --submission solutions --format html --output $(REPORT)
 
 test: $(STAMP)
+	$(BIN)/ruff check grader tests benchmarks scripts
 	$(BIN)/python -m pytest
 
 stubs: $(STAMP)

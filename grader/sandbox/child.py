@@ -6,6 +6,7 @@ is data in the wire format; nothing it says decides a grade by itself.
 from __future__ import annotations
 
 import importlib
+import importlib.abc
 import io
 import os
 import socket
@@ -59,9 +60,29 @@ def _changed(before: Any, after: Any) -> bool:
     return False
 
 
+# The only grader code a child may import (see grader.sandbox.trusted): substitutes and drivers
+# of the trusted package, and the timing driver of a performance check's child.
+TRUSTED_PREFIXES = ("grader.sandbox.trusted.", "grader.timing.driver:", "grader.catalog.")  # TEMP until the catalog moves
+
+
 def _load(ref: str) -> Any:
+    if not ref.startswith(TRUSTED_PREFIXES):
+        raise ImportError(f"{ref} is not trusted code: a child imports only {', '.join(TRUSTED_PREFIXES)}")
     mod, _, name = ref.partition(":")
     return getattr(importlib.import_module(mod), name)
+
+
+class _SealedGrader(importlib.abc.MetaPathFinder):
+    """Refuses every grader module not imported before the student's code runs, whatever finder
+    (sys.path, an editable install's finder, the package's __path__) would have found it.
+    Defence in depth: the student's own code could remove it; Landlock, which does not let the
+    child read the grader package at all, is what holds (grader.sandbox.runner._read_paths)."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if (name == "grader" or name.startswith("grader.")) and name not in sys.modules:
+            raise ModuleNotFoundError(f"No module named {name!r}: the grader's own modules are not "
+                                      "available to submitted code", name=name)
+        return None
 
 
 def serve(sock: socket.socket, setup: dict[str, Any]) -> None:
@@ -76,6 +97,7 @@ def serve(sock: socket.socket, setup: dict[str, Any]) -> None:
     sys.path[:] = [workdir] + [p for p in sys.path if p and os.path.isdir(p)
                                 and not os.path.exists(os.path.join(p, "solutions"))
                                 and not os.path.exists(os.path.join(p, "grader", "catalog"))]
+    sys.meta_path.insert(0, _SealedGrader())
     threads.configure(int(setup.get("threads", 1)))
     torch.manual_seed(0)
     hits = tripwires.Hits()

@@ -137,16 +137,39 @@ def _child_environment(pkg_root: str, threads: int) -> dict[str, str]:
 
 
 def _read_paths() -> list[str]:
-    """What sandboxed code may read (Landlock): Python, its packages, the grader package (not the
-    course folder around it: solutions, configuration), system libraries and the kernel's views."""
-    grader_pkg = os.path.join(_package_root(), "grader")
-    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, grader_pkg, "/usr", "/lib", "/lib64", "/bin",
+    """What sandboxed code may read (Landlock): Python, its packages, system libraries and the
+    kernel's views. Not the grader package (the child imports its trusted modules before it is
+    confined, so it needs none of the files, and the catalog's references must stay unreadable),
+    nor the course folder around it (solutions, configuration)."""
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, "/usr", "/lib", "/lib64", "/bin",
              "/proc", "/sys", "/etc/ld.so.cache", "/etc/localtime", "/etc/passwd", "/etc/group"}
     root = _package_root()
     for p in sys.path:
         if p and os.path.isdir(p) and os.path.abspath(p) != root:
             paths.add(os.path.abspath(p))
-    return sorted(p for p in paths if os.path.exists(p))
+    allowed: list[str] = []
+    for p in sorted(q for q in paths if os.path.exists(q)):
+        allowed += _without_grader(p, root)
+    return sorted(set(allowed))
+
+
+def _without_grader(path: str, root: str) -> list[str]:
+    """`path`, or, when the grader package lies beneath it (an installed, non-editable copy in
+    site-packages; the project folder inside a prefix), the entries beside it on the way down,
+    so that everything but the package stays readable (a Landlock rule cannot exclude a part)."""
+    package = os.path.join(root, "grader")
+    if not os.path.isdir(path) or not (package + os.sep).startswith(os.path.join(path, "")):
+        return [path]
+    if os.path.abspath(path) == os.path.abspath(package):
+        return []
+    out: list[str] = []
+    for entry in os.listdir(path):
+        full = os.path.join(path, entry)
+        if (package + os.sep).startswith(os.path.join(full, "")):
+            out += _without_grader(full, root)
+        else:
+            out.append(full)
+    return out
 
 
 def _world_readable(path: str) -> bool:
