@@ -1,7 +1,8 @@
 """The `grader` command: parses arguments and maps outcomes to exit codes, nothing else.
 
 Each subcommand lives in grader/frontends/commands/<name>.py with `register(subparsers)` (which sets
-`func`) — adding a front-end is adding a file.
+`func`) — adding a front-end is adding a file. The commands grade through grader.api; every
+exception a user can fix is a grader.errors.UsageError, which exits 2 with its message.
 """
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from grader.errors import ConfigError
+from grader.reports import FORMATS
 
 __all__ = ["Config", "ConfigError", "ExerciseConfig", "load_config"]
 
@@ -32,7 +33,8 @@ SCHEMA: dict[str, dict[str, tuple[type | tuple[type, ...], Any, str]]] = {
     },
     "hidden": {
         "seed_env": (str, "GRADER_SECRET_SEED", "environment variable holding the instructor's secret seed"),
-        "visibility": (str, "after_published", "Gradescope visibility of hidden cases: hidden, after_due_date, after_published, visible"),
+        "visibility": (str, "after_published",
+                       "Gradescope visibility of hidden cases: hidden, after_due_date, after_published, visible"),
     },
     "reports": {
         "formats": (list, ["terminal"], "report formats `grader check` writes by default"),
@@ -50,10 +52,8 @@ EXERCISE_KEYS: dict[str, tuple[type | tuple[type, ...], Any, str]] = {
 CHOICES = {
     ("hidden", "visibility"): ("hidden", "after_due_date", "after_published", "visible"),
     ("reports", "color"): ("auto", "always", "never"),
-    ("reports", "formats"): ("terminal", "html", "md", "json", "junit"),
+    ("reports", "formats"): tuple(FORMATS),
 }
-
-
 
 
 @dataclass(frozen=True)
@@ -137,7 +137,8 @@ def load_config(path: str | None = None, env: Mapping[str, str] | None = None,
             with open(path, "rb") as f:
                 data = tomllib.load(f)
         except FileNotFoundError:
-            raise ConfigError(f"{path}: no such file (run the grader from the course folder, or pass --config)") from None
+            raise ConfigError(f"{path}: no such file (run the grader from the course folder, or pass --config)") \
+                from None
         except tomllib.TOMLDecodeError as e:
             raise ConfigError(f"{path}: not valid TOML: {e}") from None
     src = path or "defaults"
@@ -152,7 +153,8 @@ def load_config(path: str | None = None, env: Mapping[str, str] | None = None,
             extra[section] = _section_parser(section)(body, src)
             continue
         if section not in SCHEMA:
-            raise ConfigError(f"{src}: unknown section [{section}]{_suggest(section, [*SCHEMA, 'exercises', *EXTRA_SECTIONS])}")
+            known = [*SCHEMA, "exercises", *EXTRA_SECTIONS]
+            raise ConfigError(f"{src}: unknown section [{section}]{_suggest(section, known)}")
         if not isinstance(body, dict):
             raise ConfigError(f"{src}: [{section}] must be a table")
         for key, value in body.items():
@@ -169,7 +171,8 @@ def load_config(path: str | None = None, env: Mapping[str, str] | None = None,
         try:
             cfg = replace(cfg, secret_seed=int(seed, 0))
         except ValueError:
-            raise ConfigError(f"environment variable {cfg.seed_env}={seed!r}: the secret seed must be an integer") from None
+            raise ConfigError(f"environment variable {cfg.seed_env}={seed!r}: the secret seed must be an integer") \
+                from None
     if overrides:
         cfg = replace(cfg, **{k: v for k, v in overrides.items() if v is not None})
     return cfg
@@ -204,8 +207,8 @@ def _exercises(body: Any, src: str, known) -> dict[str, ExerciseConfig]:
         kwargs = {}
         for key, value in table.items():
             if key not in EXERCISE_KEYS:
-                raise ConfigError(f"{src}: unknown key '{key}' in [exercises.\"{ex_id}\"]{_suggest(key, EXERCISE_KEYS)}; "
-                                  f"known keys: {', '.join(EXERCISE_KEYS)}")
+                raise ConfigError(f"{src}: unknown key '{key}' in [exercises.\"{ex_id}\"]"
+                                  f"{_suggest(key, EXERCISE_KEYS)}; known keys: {', '.join(EXERCISE_KEYS)}")
             typ, _, desc = EXERCISE_KEYS[key]
             _check_type(value, typ, f"{src}: [exercises.\"{ex_id}\"] {key} ({desc})")
             if key != "enabled" and value < 0:

@@ -21,8 +21,9 @@ class ConfigError(UsageError):
     """autograde.toml (or an override) is invalid; the message names the file, the key and the fix."""
 
 
-class SelectionError(UsageError):
-    """An exercise or module name on the command line that the catalog does not know."""
+class SelectionError(UsageError, ValueError):
+    """An exercise or module name that the catalog does not know (from the command line, or passed to
+    grader.api: there it is also a ValueError, what Python code expects of a bad argument)."""
 
 
 class SubmissionError(UsageError):

@@ -5,7 +5,6 @@ import xml.etree.ElementTree as ET
 
 from conftest import ROOT, SOLUTIONS, mistake_source, replace_function
 from grader.reports import render
-from grader.reports import junit  # noqa: F401  (registers the format)
 from grader.results import CaseResult, ExerciseResult, Status, SubmissionResult
 
 

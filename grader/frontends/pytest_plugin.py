@@ -13,7 +13,7 @@ tests (tests/, which is not the submission folder) collect as before, and nothin
 stat per folder runs unless an exercise file is collected. `grader_collect = off` (or
 `-o grader_collect=off`, or `-p no:grader`) switches it off.
 
-Grading goes through the sandboxed engine, once per submission folder and session, for all
+Grading is one grader.api.grade call (the sandboxed engine) per submission folder and session, for all
 exercise items selected after -m/-k/deselection, on the first item's run; every item reads
 its record from that one SubmissionResult.
 """
@@ -27,6 +27,11 @@ from typing import Any
 
 import pytest
 from _pytest._code.code import ReprFileLocation, TerminalRepr
+
+from grader import api                # light: the catalog and torch load when an exercise file is collected
+from grader.errors import ConfigError
+from grader.reports.junit import failure_text, headline
+from grader.results import Status
 
 MARKER = "grader"
 __all__ = ["pytest_addoption", "pytest_configure", "pytest_collect_file", "pytest_terminal_summary",
@@ -65,11 +70,9 @@ class _State:
     def course(self, toml: Path) -> _Course:
         if toml not in self.courses:
             from grader.catalog import catalog
-            from grader.config import load_config
-            specs = catalog()
-            config = load_config(str(toml), known_exercises=set(specs))
+            config = api.load(str(toml))
             by_module: dict[str, list[Any]] = {}
-            for spec in specs.values():
+            for spec in catalog().values():
                 if config.exercise(spec.id).enabled:
                     by_module.setdefault(spec.module, []).append(spec)
             self.courses[toml] = _Course(config, by_module)
@@ -104,7 +107,6 @@ class ExerciseFile(pytest.File):
         self.toml = toml
 
     def collect(self):
-        from grader.config import ConfigError
         from grader.pipeline.static import function_line
         try:
             course = self.config.stash[_STATE].course(self.toml)
@@ -148,7 +150,6 @@ class ExerciseItem(pytest.Item):
         self.line = line
 
     def runtest(self) -> None:
-        from grader.results import Status
         e = _exercise(self)
         self.user_properties += [("points", f"{e.points:g}"), ("max_points", f"{e.max_points:g}")]
         if e.status is Status.SKIPPED:
@@ -158,7 +159,6 @@ class ExerciseItem(pytest.Item):
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, ExerciseFailed):
-            from grader.reports.junit import failure_text, headline
             e = excinfo.value.exercise
             where = os.path.relpath(self.path, self.config.rootpath) + (f":{self.line}" if self.line else "")
             text = f"{e.id}: {e.points:g} / {e.max_points:g} points\n{failure_text(e, location=False)}\n" \
@@ -186,13 +186,11 @@ def _exercise(item: ExerciseItem):
 
 
 def _grade(item: ExerciseItem, state: _State):
-    from grader.catalog import select
-    from grader.pipeline.engine import grade
     course = state.course(item.parent.toml)
     folder = item.path.parent
     ids = [i.exercise_id for i in item.session.items if isinstance(i, ExerciseItem) and i.path.parent == folder]
     try:
-        return grade(str(folder), select(ids), course.config)
+        return api.grade(str(folder), ids, course.config)
     except Exception as e:          # the grader itself broke: every item of the folder reports it
         return RuntimeError(f"the grader failed on {folder}: {type(e).__name__}: {e}")
 

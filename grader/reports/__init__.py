@@ -1,66 +1,35 @@
 """Renderers: every report format from the same SubmissionResult (a report computes nothing).
 
-    render(result, "terminal" | "html" | "md" | "json") -> str
+    render(result, fmt, **options) -> str        fmt: a key of FORMATS
 
-Text formats are jinja2 templates beside this file (autoescape for HTML, StrictUndefined);
-`json` is Gradescope's results.json, built as data.
+FORMATS is the whole list: a format's name and the function that renders it, imported the first
+time it is used (so `grader --version` loads no renderer, and no format depends on another
+module having been imported first). Adding a format is one line here and its function.
+Text formats are jinja2 templates (grader.reports.text); json, junit and classroom are built as data.
 """
 from __future__ import annotations
 
-import json
-import os
-import sys
+import importlib
 from typing import Any, Callable
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
-
-from grader.reports import filters
-from grader.results import SubmissionResult
-
-_TEMPLATES = os.path.join(os.path.dirname(__file__), "templates")
-_ENV = Environment(loader=FileSystemLoader(_TEMPLATES), undefined=StrictUndefined,
-                   autoescape=select_autoescape(["html", "html.j2"]), trim_blocks=True, lstrip_blocks=True,
-                   keep_trailing_newline=True)
-filters.register(_ENV)
-
-FORMATS: dict[str, Callable[..., str]] = {}
+# format -> "module:function(result, **options) -> str"
+FORMATS: dict[str, str] = {
+    "terminal": "grader.reports.text:terminal",             # what `grader check` prints
+    "html": "grader.reports.text:html",                     # one self-contained page
+    "md": "grader.reports.text:markdown",                   # a pull request's summary
+    "json": "grader.reports.gradescope:gradescope_json",    # Gradescope's results.json
+    "junit": "grader.reports.junit:junit",                  # JUnit XML, read by CI systems
+    "classroom": "grader.reports.classroom:classroom_json",  # GitHub Classroom's autograding result
+}
 
 
-def renderer(name: str):
-    def deco(fn):
-        FORMATS[name] = fn
-        return fn
-    return deco
-
-
-def template(name: str):
-    return _ENV.get_template(name)
-
-
-@renderer("terminal")
-def terminal(result: SubmissionResult, color: bool | None = None, **_: Any) -> str:
-    if color is None:
-        color = sys.stdout.isatty() and os.environ.get("NO_COLOR") is None
-    return template("terminal.txt.j2").render(r=result, c=filters.Colors(color))
-
-
-@renderer("md")
-def markdown(result: SubmissionResult, **_: Any) -> str:
-    return template("report.md.j2").render(r=result)
-
-
-@renderer("html")
-def html(result: SubmissionResult, **_: Any) -> str:
-    return template("report.html.j2").render(r=result)
-
-
-@renderer("json")
-def gradescope_json(result: SubmissionResult, visibility: str = "after_published", **_: Any) -> str:
-    from grader.reports.gradescope import results_json
-    return json.dumps(results_json(result, hidden_visibility=visibility), indent=2)
-
-
-def render(result: SubmissionResult, fmt: str, **kwargs: Any) -> str:
+def renderer(fmt: str) -> Callable[..., str]:
+    """The function that renders `fmt`; ValueError naming every format for an unknown one."""
     if fmt not in FORMATS:
-        raise ValueError(f"unknown report format '{fmt}' (choose from {', '.join(sorted(FORMATS))})")
-    return FORMATS[fmt](result, **kwargs)
+        raise ValueError(f"unknown report format '{fmt}' (choose from {', '.join(FORMATS)})")
+    module, _, function = FORMATS[fmt].partition(":")
+    return getattr(importlib.import_module(module), function)
+
+
+def render(result, fmt: str, **options: Any) -> str:
+    return renderer(fmt)(result, **options)

@@ -24,7 +24,6 @@ import json
 import os
 from typing import Any
 
-from grader.reports import renderer
 from grader.reports.junit import failure_text
 from grader.results import ExerciseResult, SubmissionResult
 
@@ -54,7 +53,6 @@ def classroom_result(result: SubmissionResult, root: str | None = None) -> dict[
     return out
 
 
-@renderer("classroom")
 def classroom_json(result: SubmissionResult, root: str | None = None, **_: Any) -> str:
     return json.dumps(classroom_result(result, root), ensure_ascii=False)
 

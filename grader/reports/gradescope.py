@@ -7,6 +7,7 @@ Performance results become their own entries and `leaderboard` rows.
 """
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from grader.results import ExerciseResult, Status, SubmissionResult
@@ -90,3 +91,8 @@ def results_json(result: SubmissionResult, hidden_visibility: str = "after_publi
     if leaderboard:
         out["leaderboard"] = leaderboard
     return out
+
+
+def gradescope_json(result: SubmissionResult, visibility: str = "after_published", **_: Any) -> str:
+    """The `json` report format: results.json as text."""
+    return json.dumps(results_json(result, hidden_visibility=visibility), indent=2)

@@ -21,7 +21,6 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from grader.reports import renderer
 from grader.results import ExerciseResult, Status, SubmissionResult
 
 _ERRORS = (Status.ERROR, Status.TIMEOUT, Status.CRASHED)
@@ -88,7 +87,8 @@ def _testcase(e: ExerciseResult, root: str | None) -> ET.Element:
         child = ET.SubElement(case, tag, message=_clean(headline(e)), type=e.status.value)
         child.text = _clean(failure_text(e))
     if e.output:
-        ET.SubElement(case, "system-out").text = _clean(e.output + ("\n[output truncated]" if e.output_truncated else ""))
+        truncated = "\n[output truncated]" if e.output_truncated else ""
+        ET.SubElement(case, "system-out").text = _clean(e.output + truncated)
     return case
 
 
@@ -123,7 +123,6 @@ def junit_tree(result: SubmissionResult, root: str | None = None) -> ET.Element:
     return top
 
 
-@renderer("junit")
 def junit(result: SubmissionResult, root: str | None = None, **_: Any) -> str:
     """`root`: source paths are written relative to it (default: as the engine gave them)."""
     tree = junit_tree(result, root)

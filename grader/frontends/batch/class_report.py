@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from grader.frontends.batch import charts
 from grader.frontends.batch.gradebook import Row, fingerprint
-from grader.reports import template
+from grader.reports.text import template
 from grader.results import Status
 
 TROUBLE = (Status.CRASHED, Status.TIMEOUT)
@@ -107,7 +107,8 @@ def class_stats(rows: list[Row]) -> ClassStats:
                 mistakes[key].append(row.student)
                 explanations.setdefault(key, e.diagnosis.split(":", 1)[1].strip() if ":" in e.diagnosis else "")
             if e.status in TROUBLE and row.state == "graded":
-                troubles.append(Trouble(row.student, e.id, e.status.value, e.message.splitlines()[0] if e.message else ""))
+                first_line = e.message.splitlines()[0] if e.message else ""
+                troubles.append(Trouble(row.student, e.id, e.status.value, first_line))
             for p in e.performance:
                 perf[(e.id, p.name)].append(p)
     exercises = tuple(ExerciseStats(

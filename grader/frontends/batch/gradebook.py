@@ -138,7 +138,8 @@ class Gradebook:
     def begin_run(self, settings_hash: str, exercises: list[str], jobs: int, version: str) -> int:
         with self.transaction():
             cur = self.db.execute("INSERT INTO runs (started_at, settings_hash, exercises, jobs, grader_version) "
-                                  "VALUES (?, ?, ?, ?, ?)", (_now(), settings_hash, json.dumps(exercises), jobs, version))
+                                  "VALUES (?, ?, ?, ?, ?)",
+                                  (_now(), settings_hash, json.dumps(exercises), jobs, version))
         return int(cur.lastrowid)
 
     def end_run(self, run_id: int) -> None:

@@ -184,7 +184,8 @@ def _lock(out: str):
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         f.close()
-        raise BatchError(f"{out}: another `grader batch` is writing to this folder; wait for it, or use another --out")
+        raise BatchError(f"{out}: another `grader batch` is writing to this folder; "
+                         "wait for it, or use another --out") from None
     return f
 
 

@@ -26,7 +26,9 @@ from dataclasses import dataclass, replace
 from multiprocessing.connection import wait
 from typing import Callable, Iterable
 
+from grader import api
 from grader.config import Config
+from grader.results import to_dict
 
 GRACE_S = 60.0              # beyond config.submission_timeout before a stuck worker is killed
 START_TIMEOUT_S = 180.0     # a worker that is not ready by then is considered broken
@@ -54,19 +56,16 @@ class Done:
 # -- the worker side ----------------------------------------------------------------------------
 def worker_main(conn, names: list[str], config: Config) -> None:
     """Entry point of a worker process: grade every (student, path) received until None."""
+    # Imported here, not above: it loads torch, and the parent imports this module to start the
+    # forkserver (warm_up) first, so that the two imports overlap.
     from grader import threads
-    from grader.catalog import select
-    from grader.pipeline.engine import grade, limits_from
-    from grader.results import to_dict
-    from grader.sandbox.runner import Sandbox
 
     # Ctrl-C is the parent's to handle (it stops the workers); ignored here, and so in this worker's
     # sandbox (SIG_IGN is inherited through fork and exec), so an interrupt prints one line, not a traceback each.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threads.configure(TORCH_THREADS)
     try:
-        specs = select(names)
-        sandbox = Sandbox(limits_from(config))
+        sandbox = api.sandbox(config)
         sandbox.start()
     except Exception:
         conn.send(("failed", traceback.format_exc(limit=6)))
@@ -82,7 +81,7 @@ def worker_main(conn, names: list[str], config: Config) -> None:
                 return
             start = time.monotonic()
             try:
-                result = grade(task.path, specs, config, sandbox=sandbox)
+                result = api.grade(task.path, names, config, sandbox=sandbox)
                 # Python's JSON: an error figure can be inf (a -inf/nan output), written as Infinity
                 done = Done(task, json.dumps(to_dict(result)), seconds=time.monotonic() - start)
             except Exception:                # the engine never raises for a bad submission: a grader bug

@@ -1,21 +1,39 @@
-"""Subcommands of `grader`; each module registers one (see grader.cli)."""
+"""Subcommands of `grader`; each module registers one (see grader.cli), and grades through grader.api.
+
+Helpers every command shares: the --config option, the configuration it names, paths in it.
+"""
 from __future__ import annotations
 
 import os
 
-from grader.config import Config, load_config
+from grader import api
+from grader.config import Config
+from grader.errors import UsageError
 
 
 def add_config_argument(parser) -> None:
-    parser.add_argument("--config", metavar="PATH", help="course configuration (default: ./autograde.toml if present)")
+    parser.add_argument("--config", metavar="PATH",
+                        help="course configuration (default: the nearest autograde.toml, here or in a folder above)")
+
+
+def config_path(args) -> str | None:
+    """The autograde.toml a command reads: --config, else the nearest one (None: the defaults)."""
+    return args.config or api.find_config()
 
 
 def config_from(args, **overrides) -> Config:
-    path = args.config or ("autograde.toml" if os.path.exists("autograde.toml") else None)
-    from grader.catalog import catalog
-    return load_config(path, overrides=overrides, known_exercises=set(catalog()))
+    """The validated configuration, with these flags (None: not given) taking precedence."""
+    return api.load(args.config, overrides=overrides)
 
 
 def resolve(config: Config, path: str) -> str:
     """A path from the configuration, relative to the folder of autograde.toml."""
     return path if os.path.isabs(path) else os.path.relpath(os.path.join(config.root, path))
+
+
+def submission_from(args, config: Config) -> str:
+    """--submission, else [course] submission; a UsageError when there is nothing there."""
+    path = args.submission or resolve(config, config.submission)
+    if not os.path.exists(path):
+        raise UsageError(f"{path}: no such file or folder (pass --submission PATH)")
+    return path

@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from grader.errors import ExitCode, UsageError
+from grader.frontends.batch.workers import BatchError, warm_up
 from grader.frontends.commands import add_config_argument, config_from
 
 LISTED = 12          # names listed per category in the final summary
@@ -47,10 +49,8 @@ class _Intermixed(argparse.ArgumentParser):
 
 
 def run(args) -> int:
-    from grader.frontends.batch.workers import BatchError, warm_up
     warm_up()                          # the workers' torch import overlaps with ours, below
     from grader.frontends.batch.run import Options, run_batch
-    from grader.errors import ExitCode, UsageError
 
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs {args.jobs}: give 1 or more submissions at once")

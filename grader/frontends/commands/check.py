@@ -4,7 +4,11 @@ from __future__ import annotations
 import os
 import sys
 
-from grader.frontends.commands import add_config_argument, config_from, resolve
+from grader import api
+from grader.errors import ExitCode, UsageError
+from grader.frontends.commands import add_config_argument, config_from, submission_from
+from grader.reports import FORMATS, render
+from grader.timing.config import with_overrides
 
 
 def register(sub) -> None:
@@ -13,7 +17,9 @@ def register(sub) -> None:
                                    "1: something failed; 2: usage or configuration error.")
     p.add_argument("names", nargs="*", metavar="EXERCISE_OR_MODULE", help="e.g. attention or attention.causal_mask")
     p.add_argument("--submission", metavar="PATH", help="folder, .zip, .py or .ipynb (default: [course] submission)")
-    p.add_argument("--format", default=None, help="terminal, html, md, json (Gradescope results.json) or junit")
+    p.add_argument("--format", default=None, metavar="FORMAT",
+                   help=f"report format: {', '.join(FORMATS)} (json: Gradescope's results.json; "
+                        "default: the first of [reports] formats)")
     p.add_argument("--output", metavar="FILE", help="write the report here instead of standard output")
     p.add_argument("--color", choices=("auto", "always", "never"), default=None)
     p.add_argument("--timeout", type=float, metavar="S", help="per-call time limit, seconds")
@@ -25,26 +31,13 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from grader.catalog import select
-    from grader.errors import ExitCode, UsageError
-    from grader.pipeline.engine import grade
-    from grader.reports import FORMATS, render
-
-    config = config_from(args, call_timeout=args.timeout, jobs=args.jobs,
-                         color=args.color)
+    config = config_from(args, call_timeout=args.timeout, jobs=args.jobs, color=args.color)
     if args.perf:
-        from grader.timing.config import with_overrides
         config = with_overrides(config, enabled=True)
     fmt = args.format or (config.formats[0] if config.formats else "terminal")
-    if fmt == "junit":
-        import grader.reports.junit  # noqa: F401  (registers itself)
     if fmt not in FORMATS:
-        raise UsageError(f"unknown --format '{fmt}': choose from {', '.join(sorted(FORMATS))}")
-    specs = select(args.names)
-    submission = args.submission or resolve(config, config.submission)
-    if not os.path.exists(submission):
-        raise UsageError(f"{submission}: no such file or folder (pass --submission PATH)")
-    result = grade(submission, specs, config)
+        raise UsageError(f"unknown --format '{fmt}': choose from {', '.join(FORMATS)}")
+    result = api.grade(submission_from(args, config), args.names, config)
     color = {"always": True, "never": False}.get(config.color)
     text = render(result, fmt, color=color if not args.output else False, visibility=config.visibility)
     if args.output:

@@ -9,7 +9,11 @@ from __future__ import annotations
 import os
 import sys
 
-from grader.frontends.commands import add_config_argument, config_from, resolve
+from grader import api
+from grader.errors import ExitCode, UsageError
+from grader.frontends.ci import pinning
+from grader.frontends.ci.report import write_reports
+from grader.frontends.commands import add_config_argument, config_from, config_path, submission_from
 
 
 def register(sub) -> None:
@@ -28,7 +32,8 @@ def register(sub) -> None:
                    help="write the GitHub Classroom result (base64) to $GITHUB_OUTPUT as result=...")
     p.add_argument("--secret-seed-file", metavar="PATH", help="read the secret seed for hidden cases from this file, "
                    "then delete it: unlike an environment variable, the student's code cannot read it back")
-    p.add_argument("--expect-config-sha256", metavar="HEX", help="refuse to grade unless autograde.toml has this sha256")
+    p.add_argument("--expect-config-sha256", metavar="HEX",
+                   help="refuse to grade unless autograde.toml has this sha256")
     p.add_argument("--expect-grader-version", metavar="V", help="refuse to grade unless this is grader V")
     add_config_argument(p)
     p.set_defaults(func=run)
@@ -36,7 +41,6 @@ def register(sub) -> None:
 
 def _policy(text: str | None):
     """--min-score as a function of the maximum score (None: every exercise must pass)."""
-    from grader.errors import UsageError
     if not text:
         return None
     try:
@@ -47,7 +51,6 @@ def _policy(text: str | None):
 
 
 def _seed_from_file(path: str | None) -> int | None:
-    from grader.errors import UsageError
     if not path:
         return None
     try:
@@ -63,9 +66,7 @@ def _seed_from_file(path: str | None) -> int | None:
 
 
 def _check_pins(args) -> None:
-    from grader.frontends.ci import pinning
-    from grader.errors import UsageError
-    path = args.config or ("autograde.toml" if os.path.exists("autograde.toml") else "")
+    path = config_path(args) or ""
     try:
         if args.expect_grader_version:
             pinning.check_version(args.expect_grader_version)
@@ -79,27 +80,21 @@ def _check_pins(args) -> None:
 
 
 def run(args) -> int:
-    from grader.catalog import select
-    from grader.frontends.ci import pinning
-    from grader.frontends.ci.report import write_reports
-    from grader.errors import ExitCode, UsageError
-    from grader.pipeline.engine import grade
-
     _check_pins(args)
     policy = _policy(args.min_score)
     config = config_from(args, secret_seed=_seed_from_file(args.secret_seed_file))
-    os.environ.pop(config.seed_env, None)      # the secret stays in the parent: the sandbox inherits the environment
-    specs = select(args.names)
-    submission = args.submission or resolve(config, config.submission)
-    if not os.path.isdir(submission) and not os.path.isfile(submission):
-        raise UsageError(f"{submission}: no such file or folder (pass --submission PATH)")
+    # The secret is in `config` now; drop it from the environment too. The sandbox's child never
+    # sees the variable (grader.sandbox.runner._child_environment passes an allow-list), and
+    # nothing else this process runs needs it.
+    os.environ.pop(config.seed_env, None)
+    submission = submission_from(args, config)
     source_root = args.source_root or os.environ.get("GITHUB_WORKSPACE") or "."
     if args.source_root:
         try:
             pinning.check_inside(submission, source_root)
         except pinning.PinError as e:
             raise UsageError(str(e)) from None
-    result = grade(submission, specs, config)
+    result = api.grade(submission, args.names, config)
     write_reports(result, config, args.out, args.summary or os.environ.get("GITHUB_STEP_SUMMARY"),
                   source_root, os.environ.get("GITHUB_OUTPUT") if args.classroom else None, sys.stdout,
                   classroom=args.classroom)

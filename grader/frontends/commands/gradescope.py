@@ -1,7 +1,9 @@
 """`grader gradescope [EXERCISE_OR_MODULE ...] --out autograder.zip`: build the Gradescope autograder."""
 from __future__ import annotations
 
+from grader.errors import ExitCode, UsageError
 from grader.frontends.commands import add_config_argument, config_from
+from grader.frontends.gradescope.bundle import build
 
 
 def register(sub) -> None:
@@ -20,8 +22,6 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from grader.catalog import select
-    from grader.errors import ExitCode, UsageError
-    from grader.frontends.gradescope.bundle import build
     from grader.pipeline.scoring import max_points
 
     config = config_from(args)
@@ -34,7 +34,8 @@ def run(args) -> int:
     except ValueError as e:
         raise UsageError(str(e)) from None
     total = sum(max_points(s, config) for s in specs)
-    hidden = f"on (visibility {config.visibility})" if bundle.hidden else f"off (set {config.seed_env} or --secret-seed)"
+    hidden = (f"on (visibility {config.visibility})" if bundle.hidden
+              else f"off (set {config.seed_env} or --secret-seed)")
     print(f"wrote {bundle.path}: {len(specs)} exercises, {total:g} points; hidden cases {hidden}; "
           f"{len(bundle.entries)} files")
     return ExitCode.OK

@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import os
 
+from grader import __version__
+from grader.errors import ExitCode, UsageError
+from grader.frontends.ci.pinning import sha256_of
+from grader.frontends.ci.workflow import WorkflowOptions, render_workflow
 from grader.frontends.commands import add_config_argument, config_from
 
 
@@ -16,7 +20,8 @@ def register(sub) -> None:
     p.add_argument("names", nargs="*", metavar="EXERCISE_OR_MODULE", help="what the workflow grades (default: all)")
     p.add_argument("--classroom", action="store_true",
                    help="GitHub Classroom flavour: grade on push, report through autograding-grading-reporter")
-    p.add_argument("--output", metavar="PATH", help="default: .github/workflows/grade.yml (classroom.yml with --classroom)")
+    p.add_argument("--output", metavar="PATH",
+                   help="default: .github/workflows/grade.yml (classroom.yml with --classroom)")
     p.add_argument("--install", metavar="REQUIREMENT",
                    help="how CI installs the grader (default: this repository if it holds the grader, "
                         "else nn-grader==<this version>)")
@@ -28,8 +33,6 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from grader.catalog import select
-    from grader.frontends.ci.workflow import WorkflowOptions, render_workflow
-    from grader.errors import ExitCode, UsageError
 
     config = config_from(args)
     if not config.path:
@@ -45,8 +48,6 @@ def run(args) -> int:
     os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
     with open(output, "w", encoding="utf-8") as f:
         f.write(text)
-    from grader import __version__
-    from grader.frontends.ci.pinning import sha256_of
     print(f"wrote {output}\n  pinned: {config.path} sha256 {sha256_of(config.path)}, grader {__version__}\n"
           f"  after any change to {os.path.basename(config.path)}, rerun `grader init-ci --force` and commit both.")
     if not args.classroom:

@@ -1,6 +1,7 @@
 """`grader list`: every exercise with its points and reference."""
 from __future__ import annotations
 
+from grader.errors import ExitCode
 from grader.frontends.commands import add_config_argument, config_from
 
 
@@ -25,4 +26,4 @@ def run(args) -> int:
         total += pts
         print(f"  {spec.id:<45} {pts:>5g} pt  {spec.reference_source[:70]}")
     print(f"\n{len(catalog())} exercises, {total:g} points")
-    return 0
+    return ExitCode.OK

@@ -3,24 +3,26 @@ from __future__ import annotations
 
 import os
 
+from grader.errors import ExitCode, UsageError
 from grader.frontends.commands import add_config_argument, config_from, resolve
 
 
 def register(sub) -> None:
     p = sub.add_parser("notebooks", help="write nbgrader source notebooks (one per module) from solutions/",
-                       description="Write nbgrader source notebooks into COURSE_DIR/source/<assignment>/<module>.ipynb, "
-                                   "ready for `nbgrader generate_assignment <assignment>` run in COURSE_DIR.")
+                       description="Write nbgrader source notebooks into "
+                                   "COURSE_DIR/source/<assignment>/<module>.ipynb, ready for "
+                                   "`nbgrader generate_assignment <assignment>` run in COURSE_DIR.")
     p.add_argument("modules", nargs="*", metavar="MODULE", help="e.g. attention (default: every module of solutions/)")
     p.add_argument("--out", required=True, metavar="COURSE_DIR", help="the nbgrader course directory")
     p.add_argument("--assignment", metavar="NAME",
-                   help="put every notebook in this one assignment (default: one assignment per module, named after it)")
+                   help="put every notebook in this one assignment "
+                        "(default: one assignment per module, named after it)")
     add_config_argument(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     from grader.catalog import select
-    from grader.errors import UsageError
     from grader.frontends.notebooks.generate import write_source_notebooks
 
     config = config_from(args)
@@ -38,4 +40,4 @@ def run(args) -> int:
         for path in write_source_notebooks(solutions, folder, config, [module]):
             print(f"wrote {path}")
     print(f"next: cd {args.out} && " + " && ".join(f"nbgrader generate_assignment {a}" for a in assignments))
-    return 0
+    return ExitCode.OK

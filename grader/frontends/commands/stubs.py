@@ -1,6 +1,8 @@
 """`grader stubs [--check]`: regenerate exercises/ from solutions/ (or check they agree)."""
 from __future__ import annotations
 
+from grader.errors import ExitCode
+from grader.stubs import generate, stale
 from grader.frontends.commands import add_config_argument, config_from, resolve
 
 
@@ -12,8 +14,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from grader.stubs import generate, stale
-
     config = config_from(args)
     solutions = resolve(config, config.solutions)
     exercises = resolve(config, config.submission)
@@ -21,7 +21,7 @@ def run(args) -> int:
         bad = stale(solutions, exercises)
         for name in bad:
             print(f"{exercises}/{name} differs from what `grader stubs` generates from {solutions}/{name}")
-        return 1 if bad else 0
+        return ExitCode.FAILED if bad else ExitCode.OK
     for name in generate(solutions, exercises):
         print(f"wrote {exercises}/{name}")
-    return 0
+    return ExitCode.OK

@@ -48,23 +48,26 @@ def placeholder(message: str) -> dict:
 
 
 def grade_submission(root: str) -> str:
-    from grader.catalog import catalog, select
-    from grader.config import load_config
-    from grader.pipeline.engine import grade
+    # Imported here, inside main's try: a grader that cannot even import still writes results.json.
+    from grader import api
+    from grader.catalog import select
     from grader.reports import render
 
     source = os.path.join(root, "source")
     with open(os.path.join(source, "bundle.json"), encoding="utf-8") as f:
         manifest = json.load(f)
-    # grader.env holds the secret seed; read here, it never enters an environment the sandbox inherits.
-    config = load_config(os.path.join(source, "autograde.toml"), env={**os.environ, **read_env(source)},
-                         known_exercises=set(catalog()))
-    os.environ.pop(config.seed_env, None)        # the secret stays in this process: the sandbox inherits the environment
-    specs = select(manifest["names"])
+    # grader.env holds the secret seed: read into the configuration here, never put in an environment.
+    config = api.load(os.path.join(source, "autograde.toml"), env={**os.environ, **read_env(source)})
+    # Were it set in Gradescope's environment, drop it too: the sandbox's child gets an allow-listed
+    # environment (grader.sandbox.runner._child_environment), and nothing else here needs it.
+    os.environ.pop(config.seed_env, None)
+    names = manifest["names"]
+    specs = select(names)
     submission = find_submission(os.path.join(root, "submission"), {s.module for s in specs},
                                  os.path.basename(os.path.normpath(config.submission)))
-    print(f"grading {submission}: {len(specs)} exercises, hidden cases {'on' if config.secret_seed is not None else 'off'}")
-    result = grade(submission, specs, config)
+    hidden = "on" if config.secret_seed is not None else "off"
+    print(f"grading {submission}: {len(specs)} exercises, hidden cases {hidden}")
+    result = api.grade(submission, names, config)
     print(render(result, "terminal", color=False))
     return render(result, "json", visibility=config.visibility)
 

@@ -4,6 +4,7 @@ Reading a handed-in .ipynb as a module is the submission loader's job (grader.su
 
 - `write_source_notebooks(...)` (generate.py): nbgrader *source* notebooks, one per module, from
   solutions/, for `grader notebooks --out DIR` and then `nbgrader generate_assignment`;
-- check.py (public as `grader.notebook`), inprocess.py and recover.py: what `grader.notebook.check` needs to grade a function living
-  in a notebook's kernel with the engine's own grade_exercise.
+- check.py (public as `grader.notebook`): `check(exercise_id, fn)` in a notebook's kernel, over
+  grader.api.check_function, which grades the function object with inprocess.py (a stand-in for
+  the sandbox that calls it in this process) and recover.py (its source, for the static scan).
 """

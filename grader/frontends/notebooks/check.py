@@ -1,4 +1,4 @@
-"""Grade a function defined in a notebook, right there: the notebook front-end of the engine.
+"""Grade a function defined in a notebook, right there: the notebook front-end of grader.api.
 
     from grader.notebook import check
     check("attention.causal_mask", causal_mask)          # shows the result (HTML in Jupyter)
@@ -28,11 +28,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
-import os
 import time
 from typing import Any, Callable
 
-from grader.config import Config, load_config
+from grader import api
+from grader.config import Config
+from grader.reports.text import template
 from grader.results import ExerciseResult
 
 TRUST_NOTE = ("Graded in this notebook's kernel (no sandbox): feedback as nbgrader gives it. "
@@ -74,13 +75,11 @@ class NotebookResult:
     def _repr_html_(self) -> str | None:
         # Never raise here: IPython would print a traceback to stderr, which nbgrader scores as 0.
         try:
-            from grader.reports import template
             return template("notebook_result.html.j2").render(e=self.exercise, trust=TRUST_NOTE)
         except Exception:
             return None                     # Jupyter then shows the text form
 
     def __str__(self) -> str:
-        from grader.reports import template
         return template("notebook_result.txt.j2").render(e=self.exercise, trust=TRUST_NOTE).rstrip("\n")
 
     __repr__ = __str__
@@ -93,63 +92,15 @@ def check(exercise_id: str, fn: Callable[..., Any], *, points: float | None = No
     `points`, `atol`, `rtol`, `call_timeout` override the course configuration for this
     exercise (generated nbgrader test cells pass the points of autograde.toml, so the cell's
     score and its nbgrader `points` agree). `config` defaults to the nearest autograde.toml
-    above the current folder, or the grader's defaults.
+    above the current folder, or the grader's defaults. The grading is grader.api.check_function.
     """
-    from grader.catalog import catalog
-    from grader.pipeline.engine import Context, grade_exercise, limits_from
-    from grader.submission.loader import Submission
-    from grader.frontends.notebooks.inprocess import InProcessSandbox
-    from grader.frontends.notebooks.recover import function_source
-
-    specs = catalog()
-    if exercise_id not in specs:
-        import difflib
-        close = difflib.get_close_matches(str(exercise_id), list(specs), n=1)
-        hint = f" Did you mean '{close[0]}'?" if close else ""
-        raise ValueError(f"unknown exercise '{exercise_id}'.{hint} Exercise ids are 'module.function'.")
-    spec = specs[exercise_id]
-    if not callable(fn):
-        raise TypeError(f"check({exercise_id!r}, ...) needs your function itself, e.g. "
-                        f"check({exercise_id!r}, {spec.function}); got {type(fn).__name__}")
-    config = _with_overrides(config or _nearest_config(), exercise_id, points, atol, rtol, call_timeout)
-    source = function_source(fn, spec.function)
-    where = f"the cell that defines {getattr(fn, '__name__', spec.function)}"
-    submission = Submission(path="notebook", files={spec.module: source}, origin={spec.module: where})
     start = time.monotonic()
-    ctx = Context(submission, config, InProcessSandbox(spec.function, fn, limits_from(config)),
-                  start + config.submission_timeout)
     # The grader's own warnings (references, mistakes) must not reach the cell's stderr: nbgrader
     # scores a test cell with any stderr output as 0. The student's output is captured per call.
     with contextlib.redirect_stderr(io.StringIO()):
-        result = grade_exercise(spec, ctx)
-    if not source:
-        result = dataclasses.replace(result, notes=result.notes + (
-            "The source of your function could not be read, so the static forbidden-API check was skipped "
-            "(the run-time one still ran).",))
+        result = api.check_function(exercise_id, fn, config, points=points, atol=atol, rtol=rtol,
+                                    call_timeout=call_timeout)
     return NotebookResult(result, time.monotonic() - start)
-
-
-def _nearest_config() -> Config:
-    from grader.catalog import catalog
-    folder = os.getcwd()
-    while True:
-        path = os.path.join(folder, "autograde.toml")
-        if os.path.isfile(path):
-            return load_config(path, known_exercises=set(catalog()))
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return load_config(None)
-        folder = parent
-
-
-def _with_overrides(config: Config, exercise_id: str, points, atol, rtol, call_timeout) -> Config:
-    given = {k: float(v) for k, v in dict(points=points, atol=atol, rtol=rtol, call_timeout=call_timeout).items()
-             if v is not None}
-    if not given:
-        return config
-    current = config.exercise(exercise_id)
-    exercises = {**config.exercises, exercise_id: dataclasses.replace(current, **given)}
-    return dataclasses.replace(config, exercises=exercises)
 
 
 def _show(result: NotebookResult) -> None:

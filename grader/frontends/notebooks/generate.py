@@ -130,7 +130,8 @@ def _end(lines: list[str], end: int) -> int:
     """A definition's last line, counting the indented comments after its last statement
     (a function's `### END SOLUTION` is one: the AST ends at the `return` before it)."""
     j = end
-    while j < len(lines) and (not lines[j].strip() or (lines[j][:1] in (" ", "\t") and lines[j].lstrip().startswith("#"))):
+    while j < len(lines) and (not lines[j].strip()
+                              or (lines[j][:1] in (" ", "\t") and lines[j].lstrip().startswith("#"))):
         j += 1
     while j > end and not lines[j - 1].strip():
         j -= 1

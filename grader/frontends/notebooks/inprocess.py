@@ -136,8 +136,9 @@ class InProcessSession:
         tripwires.install(self.rules, hits)
         watch = tripwires.AtenWatch(self.rules, hits) if any(r.get("aten") for r in self.rules) else None
         try:     # the sandbox's thread count (same float sums), as in a sandboxed child
-            with threads.pinned(self.limits.threads), contextlib.redirect_stdout(self._out), contextlib.redirect_stderr(self._out), \
-                    _time_limit(timeout), (watch if watch is not None else contextlib.nullcontext()):
+            with threads.pinned(self.limits.threads), contextlib.redirect_stdout(self._out), \
+                    contextlib.redirect_stderr(self._out), _time_limit(timeout), \
+                    (watch if watch is not None else contextlib.nullcontext()):
                 yield
         finally:
             for owner, attr, original in reversed(saved):

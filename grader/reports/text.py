@@ -1,0 +1,40 @@
+"""The text formats (terminal, html, md), jinja2 templates in templates/ over the result model.
+
+One Environment for every template of the grader (the notebook helper's and the class report's
+too): StrictUndefined, so a template naming a field the model lacks fails instead of printing
+nothing; autoescape for HTML, so what a student printed is shown, never run.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, Template, select_autoescape
+
+from grader.reports import filters
+from grader.results import SubmissionResult
+
+_TEMPLATES = os.path.join(os.path.dirname(__file__), "templates")
+_ENV = Environment(loader=FileSystemLoader(_TEMPLATES), undefined=StrictUndefined,
+                   autoescape=select_autoescape(["html", "html.j2"]), trim_blocks=True, lstrip_blocks=True,
+                   keep_trailing_newline=True)
+filters.register(_ENV)
+
+
+def template(name: str) -> Template:
+    return _ENV.get_template(name)
+
+
+def terminal(result: SubmissionResult, color: bool | None = None, **_: Any) -> str:
+    if color is None:
+        color = sys.stdout.isatty() and os.environ.get("NO_COLOR") is None
+    return template("terminal.txt.j2").render(r=result, c=filters.Colors(color))
+
+
+def markdown(result: SubmissionResult, **_: Any) -> str:
+    return template("report.md.j2").render(r=result)
+
+
+def html(result: SubmissionResult, **_: Any) -> str:
+    return template("report.html.j2").render(r=result)
