@@ -8,8 +8,6 @@ dropped, so the functions that are fine still get graded.
 from __future__ import annotations
 
 import ast
-import io
-import json
 import os
 import re
 import zipfile
@@ -71,7 +69,8 @@ def _from_dir(path: str) -> Submission:
             except SubmissionError as e:
                 problems.append(str(e))
     if not files and not problems:
-        problems.append(f"{path}: no .py modules found (expected files such as attention.py, or notebooks such as attention.ipynb)")
+        problems.append(f"{path}: no .py modules found (expected files such as attention.py, "
+                        "or notebooks such as attention.ipynb)")
     return Submission(path, files, origin, tuple(problems))
 
 

@@ -3,7 +3,7 @@
 Adding one is a few lines: a function making one call's fresh inputs from a generator and a
 size dict, a reference in grader.timing.references, and a `register(PerfSpec(...))` below.
 A spec whose exercise is not in the catalog (its chapter is not written yet) stays inert.
-An ExerciseSpec may also carry its own in `ExerciseSpec.performance`; those take precedence.
+REGISTRY is the one home of performance specs: exercise specs (grader.catalog) carry none.
 
 Thresholds are calibrated (benchmarks/calibrate_perf.py) so the worked solutions pass with a
 margin and the typical slow variants fail; `Setting.calibration` records the figures.
@@ -61,10 +61,7 @@ def register(spec: PerfSpec) -> PerfSpec:
 
 
 def perf_specs(exercise_spec) -> tuple[PerfSpec, ...]:
-    """The performance checks of one exercise (its own, else the registry's)."""
-    own = tuple(exercise_spec.performance)
-    if own:
-        return own
+    """The performance checks of one exercise: its entry in REGISTRY, if it has one."""
     return (REGISTRY[exercise_spec.id],) if exercise_spec.id in REGISTRY else ()
 
 
@@ -200,7 +197,8 @@ register(PerfSpec(
     exercise="transformer.encoder_layer",
     inputs=encoder_inputs,
     reference_source="nn.TransformerEncoderLayer's computation in torch.nn.functional kernels",
-    cpu=Setting({"B": 16, "T": 16, "d": 64, "h": 4, "d_ff": 128}, 2.75, "solution 1.50-1.59x; loop over batch 4.66-5.03x"),
+    cpu=Setting({"B": 16, "T": 16, "d": 64, "h": 4, "d_ff": 128}, 2.75,
+                "solution 1.50-1.59x; loop over batch 4.66-5.03x"),
     cuda=Setting({"B": 16, "T": 256, "d": 512, "h": 8, "d_ff": 2048}, 3.0, _UNCALIBRATED_GPU),
     hint="Look for Python loops over the batch, the heads or the positions",
     scale="T", bench=(16, 32, 64, 128, 256),
