@@ -31,12 +31,12 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    if args.format and args.format not in FORMATS:      # before the catalog loads: a typo fails fast
+        raise UsageError(f"unknown --format '{args.format}': choose from {', '.join(FORMATS)}")
     config = config_from(args, call_timeout=args.timeout, jobs=args.jobs, color=args.color)
     if args.perf:
         config = with_overrides(config, enabled=True)
-    fmt = args.format or (config.formats[0] if config.formats else "terminal")
-    if fmt not in FORMATS:
-        raise UsageError(f"unknown --format '{fmt}': choose from {', '.join(FORMATS)}")
+    fmt = args.format or (config.formats[0] if config.formats else "terminal")   # [reports] formats: validated
     result = api.grade(submission_from(args, config), args.names, config)
     color = {"always": True, "never": False}.get(config.color)
     text = render(result, fmt, color=color if not args.output else False, visibility=config.visibility)
