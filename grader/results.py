@@ -28,6 +28,62 @@ class Status(str, Enum):
         return self is Status.PASSED
 
 
+class FailureKind(str, Enum):
+    """Why a case did not pass, as the engine decided it (never read back from a message).
+
+    What a hidden case may say is chosen from this kind (grader.pipeline.redact), and each kind
+    has one status (`kind.status`)."""
+
+    WRONG_ANSWER = "wrong answer"            # returned, but the comparison or the judge says no
+    MODIFIED_INPUT = "modified input"        # right answer, but an input was changed in place
+    EXCEPTION = "exception"                  # the student's code raised
+    OUT_OF_MEMORY = "out of memory"
+    SYS_EXIT = "sys.exit"                    # SystemExit instead of a return value
+    INTERRUPT = "keyboard interrupt"
+    NOT_IMPLEMENTED = "not implemented"      # the stub's NotImplementedError
+    MISSING_FUNCTION = "missing function"    # no such function in the module (or lost to salvage)
+    IMPORT_ERROR = "import error"            # importing the module raised
+    IMPORT_TIMEOUT = "import timeout"
+    IMPORT_CRASH = "import crash"            # the process ended while importing
+    TIMEOUT = "timeout"                      # the call ran past its wall-time limit
+    CRASH = "crash"                          # the process ended during the call (exit, signal, memory)
+    PROTOCOL = "protocol"                    # the child's reply broke the wire protocol
+    STRIKES = "two strikes"                  # not run: two calls in a row timed out or crashed
+    TIME_LIMIT = "time limit"                # not run: the submission's time was used up
+
+    @property
+    def status(self) -> "Status":
+        return _STATUS_OF[self]
+
+
+_STATUS_OF = {
+    FailureKind.WRONG_ANSWER: Status.FAILED, FailureKind.MODIFIED_INPUT: Status.FAILED,
+    FailureKind.EXCEPTION: Status.ERROR, FailureKind.OUT_OF_MEMORY: Status.ERROR, FailureKind.SYS_EXIT: Status.ERROR,
+    FailureKind.INTERRUPT: Status.ERROR, FailureKind.MISSING_FUNCTION: Status.ERROR,
+    FailureKind.IMPORT_ERROR: Status.ERROR, FailureKind.NOT_IMPLEMENTED: Status.NOT_IMPLEMENTED,
+    FailureKind.IMPORT_TIMEOUT: Status.TIMEOUT, FailureKind.TIMEOUT: Status.TIMEOUT,
+    FailureKind.IMPORT_CRASH: Status.CRASHED, FailureKind.CRASH: Status.CRASHED, FailureKind.PROTOCOL: Status.CRASHED,
+    FailureKind.STRIKES: Status.NOT_RUN, FailureKind.TIME_LIMIT: Status.NOT_RUN,
+}
+
+
+class ComparisonKind(str, Enum):
+    """What one comparison found, in the order compare.py checks (type and structure, then
+    shape and dtype, then NaN/Inf, then values). Set where the comparison is built."""
+
+    OK = "ok"
+    TYPE = "type"                  # not the kind of value expected (no tensor, no number, no dict...)
+    SUBCLASS = "subclass"          # a tensor subclass instead of a plain torch.Tensor
+    REQUIRES_GRAD = "requires grad"
+    COUNT = "count"                # a tuple or list with the wrong number of items
+    KEYS = "keys"                  # a dict without some of the expected keys
+    SHAPE = "shape"
+    DTYPE = "dtype"
+    NONFINITE = "nonfinite"        # NaN or Inf where the reference is finite
+    VALUES = "values"              # values (or a scalar, a string...) differ beyond the tolerance
+    OTHER = "other"                # a judge's own comparison that did not say (or a result stored before kinds)
+
+
 @dataclass(frozen=True)
 class Mismatch:
     index: tuple[int, ...]
@@ -54,6 +110,11 @@ class Comparison:
     mismatches: tuple[Mismatch, ...] = ()
     atol: float | None = None
     rtol: float | None = None
+    kind: ComparisonKind | None = None   # None: OK when ok, else OTHER (filled in below)
+
+    def __post_init__(self) -> None:
+        if self.kind is None:
+            object.__setattr__(self, "kind", ComparisonKind.OK if self.ok else ComparisonKind.OTHER)
 
 
 @dataclass(frozen=True)
@@ -76,6 +137,7 @@ class CaseResult:
     diagnosis: str = ""            # the known mistake this looks like, if any
     heatmaps: tuple[Heatmap, ...] = ()
     seconds: float = 0.0
+    failure: FailureKind | None = None   # why it did not pass; None when it passed (or stored before kinds)
 
 
 @dataclass(frozen=True)
@@ -191,6 +253,7 @@ def from_dict(data: dict[str, Any]) -> SubmissionResult:
         d["mismatches"] = tuple(Mismatch(tuple(m["index"]), m["actual"], m["expected"]) for m in d["mismatches"])
         for k in ("shape", "expected_shape", "worst_index"):
             d[k] = _tuple(d[k]) if d[k] is not None else None
+        d["kind"] = ComparisonKind(d["kind"]) if d.get("kind") else None
         return Comparison(**d)
 
     def case(d):
@@ -198,6 +261,7 @@ def from_dict(data: dict[str, Any]) -> SubmissionResult:
         d["status"] = Status(d["status"])
         d["comparisons"] = tuple(comparison(c) for c in d["comparisons"])
         d["heatmaps"] = tuple(Heatmap(h["title"], _tuple(h["student"]), _tuple(h["reference"])) for h in d["heatmaps"])
+        d["failure"] = FailureKind(d["failure"]) if d.get("failure") else None
         return CaseResult(**d)
 
     def perf(d):

@@ -8,17 +8,22 @@ matching NaN only where the reference itself is NaN.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
-from grader.results import Comparison, Mismatch
+from grader.results import Comparison, ComparisonKind as Kind, Mismatch
 from grader.sandbox.wire import claimed_requires_grad, claimed_type
 
 MAX_LISTED = 5
 
+# tol(dtype) -> (atol, rtol): the tolerance of one case, overrides applied (grader.pipeline.cases);
+# dtype is None for an int reference, torch.float64 for a float one.
+Tol = Callable[[torch.dtype | None], tuple[float, float]]
 
-def compare_outputs(actual: Any, expected: Any, names: tuple[str, ...], tol, exact: bool = False) -> tuple[Comparison, ...]:
+
+def compare_outputs(actual: Any, expected: Any, names: tuple[str, ...], tol: Tol,
+                    exact: bool = False) -> tuple[Comparison, ...]:
     """Compare a whole return value. `tol(dtype) -> (atol, rtol)`.
 
     A tuple reference with `names` of the same length is compared item by item under those
@@ -26,11 +31,11 @@ def compare_outputs(actual: Any, expected: Any, names: tuple[str, ...], tol, exa
     """
     if isinstance(expected, tuple) and len(names) == len(expected) and len(names) > 1:
         if not isinstance(actual, (tuple, list)):
-            return (Comparison(name="return value", ok=False,
+            return (Comparison(name="return value", ok=False, kind=Kind.TYPE,
                                problem=f"expected a tuple of {len(names)} values ({', '.join(names)}), "
                                        f"got {_describe(actual)}"),)
         if len(actual) != len(expected):
-            return (Comparison(name="return value", ok=False,
+            return (Comparison(name="return value", ok=False, kind=Kind.COUNT,
                                problem=f"expected {len(names)} values ({', '.join(names)}), got {len(actual)}"),)
         out: list[Comparison] = []
         for n, a, e in zip(names, actual, expected):
@@ -39,12 +44,13 @@ def compare_outputs(actual: Any, expected: Any, names: tuple[str, ...], tol, exa
     return tuple(_compare_tree(actual, expected, names[0] if names else "output", tol, exact))
 
 
-def _compare_tree(actual: Any, expected: Any, name: str, tol, exact: bool) -> list[Comparison]:
+def _compare_tree(actual: Any, expected: Any, name: str, tol: Tol, exact: bool) -> list[Comparison]:
     if isinstance(expected, torch.Tensor):
         return [compare_tensor(actual, expected, name, tol, exact)]
     if isinstance(expected, (list, tuple)):
         if not isinstance(actual, (list, tuple)) or len(actual) != len(expected):
-            return [Comparison(name=name, ok=False, problem=f"expected a {type(expected).__name__} of "
+            kind = Kind.COUNT if isinstance(actual, (list, tuple)) else Kind.TYPE
+            return [Comparison(name=name, ok=False, kind=kind, problem=f"expected a {type(expected).__name__} of "
                                f"{len(expected)} items, got {_describe(actual)}")]
         out = []
         for i, (a, e) in enumerate(zip(actual, expected)):
@@ -52,29 +58,37 @@ def _compare_tree(actual: Any, expected: Any, name: str, tol, exact: bool) -> li
         return out
     if isinstance(expected, dict):
         if not isinstance(actual, dict):
-            return [Comparison(name=name, ok=False, problem=f"expected a dict, got {_describe(actual)}")]
+            return [Comparison(name=name, ok=False, kind=Kind.TYPE,
+                               problem=f"expected a dict, got {_describe(actual)}")]
         missing = [k for k in expected if k not in actual]
         if missing:
-            return [Comparison(name=name, ok=False, problem=f"missing keys: {', '.join(map(str, missing))}")]
+            return [Comparison(name=name, ok=False, kind=Kind.KEYS,
+                               problem=f"missing keys: {', '.join(map(str, missing))}")]
         out = []
         for k, e in expected.items():
             out.extend(_compare_tree(actual[k], e, f"{name}[{k!r}]", tol, exact))
         return out
     if isinstance(expected, bool) or isinstance(expected, (bytes, str)) or (isinstance(expected, int) and exact):
         ok = type(actual) is type(expected) and actual == expected
-        return [Comparison(name=name, ok=ok, problem="" if ok else f"expected {expected!r}, got {_describe(actual, True)}")]
+        kind = Kind.OK if ok else Kind.VALUES if type(actual) is type(expected) else Kind.TYPE
+        return [Comparison(name=name, ok=ok, kind=kind,
+                           problem="" if ok else f"expected {expected!r}, got {_describe(actual, True)}")]
     if isinstance(expected, (int, float)):
         if isinstance(actual, torch.Tensor) and actual.numel() == 1:
             actual = actual.item()
         if not isinstance(actual, (int, float)) or isinstance(actual, bool):
-            return [Comparison(name=name, ok=False, problem=f"expected a number, got {_describe(actual)}")]
+            return [Comparison(name=name, ok=False, kind=Kind.TYPE,
+                               problem=f"expected a number, got {_describe(actual)}")]
         atol, rtol = tol(torch.float64 if isinstance(expected, float) else None)
         err = abs(actual - expected)
         ok = err <= atol + rtol * abs(expected) or (math.isnan(actual) and math.isnan(expected))
-        return [Comparison(name=name, ok=ok, problem="" if ok else f"expected {expected:.6g}, got {actual:.6g}",
-                           max_abs_error=err, atol=atol, rtol=rtol)]
+        nonfinite = not math.isfinite(actual) and math.isfinite(expected)
+        kind = Kind.OK if ok else Kind.NONFINITE if nonfinite else Kind.VALUES
+        return [Comparison(name=name, ok=ok, kind=kind, max_abs_error=err, atol=atol, rtol=rtol,
+                           problem="" if ok else f"expected {expected:.6g}, got {actual:.6g}")]
     ok = actual == expected
-    return [Comparison(name=name, ok=ok, problem="" if ok else f"expected {expected!r}, got {_describe(actual, True)}")]
+    return [Comparison(name=name, ok=ok, kind=Kind.OK if ok else Kind.VALUES,
+                       problem="" if ok else f"expected {expected!r}, got {_describe(actual, True)}")]
 
 
 def _describe(x: Any, value: bool = False) -> str:
@@ -90,37 +104,47 @@ def _describe(x: Any, value: bool = False) -> str:
     return f"a value of type {type(x).__name__}"
 
 
-def compare_tensor(actual: Any, expected: torch.Tensor, name: str, tol, exact: bool = False) -> Comparison:
+def compare_tensor(actual: Any, expected: torch.Tensor, name: str, tol: Tol, exact: bool = False) -> Comparison:
     dt = lambda t: str(t.dtype).replace("torch.", "")  # noqa: E731
     base = dict(name=name, expected_shape=tuple(expected.shape), expected_dtype=dt(expected))
     if not isinstance(actual, torch.Tensor):
-        return Comparison(ok=False, problem=f"expected a torch.Tensor, got {_describe(actual)}", **base)
+        return Comparison(ok=False, kind=Kind.TYPE, problem=f"expected a torch.Tensor, got {_describe(actual)}", **base)
     base.update(shape=tuple(actual.shape), dtype=dt(actual))
     kind = claimed_type(actual)
     if kind != "torch.Tensor":
-        return Comparison(ok=False, problem=f"returned an instance of {kind}, not a plain torch.Tensor: "
-                          "return a real tensor (subclasses are not accepted)", **base)
+        return Comparison(ok=False, kind=Kind.SUBCLASS, problem=f"returned an instance of {kind}, not a plain "
+                          "torch.Tensor: return a real tensor (subclasses are not accepted)", **base)
     if claimed_requires_grad(actual):
-        return Comparison(ok=False, problem="the returned tensor requires grad: this exercise is computed "
-                          "without autograd (no requires_grad, no .backward())", **base)
+        return Comparison(ok=False, kind=Kind.REQUIRES_GRAD, problem="the returned tensor requires grad: this "
+                          "exercise is computed without autograd (no requires_grad, no .backward())", **base)
     if tuple(actual.shape) != tuple(expected.shape):
-        return Comparison(ok=False, problem=f"shape {tuple(actual.shape)} but expected {tuple(expected.shape)}", **base)
+        return Comparison(ok=False, kind=Kind.SHAPE,
+                          problem=f"shape {tuple(actual.shape)} but expected {tuple(expected.shape)}", **base)
     if actual.dtype != expected.dtype:
-        return Comparison(ok=False, problem=f"dtype {dt(actual)} but expected {dt(expected)} "
+        return Comparison(ok=False, kind=Kind.DTYPE, problem=f"dtype {dt(actual)} but expected {dt(expected)} "
                           "(keep the dtype of the inputs)", **base)
     if exact or expected.dtype in (torch.bool, torch.int64, torch.int32, torch.uint8, torch.int8, torch.int16):
-        diff = actual != expected
-        frac = float(diff.float().mean()) if diff.numel() else 0.0
-        ok = not bool(diff.any())
-        mism = tuple(Mismatch(tuple(int(i) for i in idx), _num(actual[tuple(idx)]), _num(expected[tuple(idx)]))
-                     for idx in diff.nonzero()[:MAX_LISTED])
-        problem = "" if ok else f"{int(diff.sum())} of {diff.numel()} values differ ({frac:.1%})"
-        return Comparison(ok=ok, problem=problem, mismatch_fraction=frac, mismatches=mism, **base)
+        return _compare_exact(actual, expected, base)
+    return _compare_close(actual, expected, tol, base)
+
+
+def _compare_exact(actual: torch.Tensor, expected: torch.Tensor, base: dict[str, Any]) -> Comparison:
+    diff = actual != expected
+    frac = float(diff.float().mean()) if diff.numel() else 0.0
+    ok = not bool(diff.any())
+    mism = tuple(Mismatch(tuple(int(i) for i in idx), _num(actual[tuple(idx)]), _num(expected[tuple(idx)]))
+                 for idx in diff.nonzero()[:MAX_LISTED])
+    problem = "" if ok else f"{int(diff.sum())} of {diff.numel()} values differ ({frac:.1%})"
+    return Comparison(ok=ok, kind=Kind.OK if ok else Kind.VALUES, problem=problem, mismatch_fraction=frac,
+                      mismatches=mism, **base)
+
+
+def _compare_close(actual: torch.Tensor, expected: torch.Tensor, tol: Tol, base: dict[str, Any]) -> Comparison:
     atol, rtol = tol(expected.dtype)
-    base.update(atol=atol, rtol=rtol)
+    base = dict(base, atol=atol, rtol=rtol)
     a, e = actual.double(), expected.double()
     if e.numel() == 0:
-        return Comparison(ok=True, **base)
+        return Comparison(ok=True, kind=Kind.OK, **base)
     a_nan, e_nan = torch.isnan(a), torch.isnan(e)
     a_inf, e_inf = torch.isinf(a), torch.isinf(e)
     err = (a - e).abs()
@@ -141,14 +165,15 @@ def compare_tensor(actual: Any, expected: torch.Tensor, name: str, tol, exact: b
     figures = dict(max_abs_error=max_abs, max_rel_error=float(rel.max()), worst_index=worst_index,
                    mismatch_fraction=n_bad / e.numel(), mismatches=mism)
     if n_bad == 0:
-        return Comparison(ok=True, **figures, **base)
+        return Comparison(ok=True, kind=Kind.OK, **figures, **base)
     n_nan, n_inf = int((a_nan & ~e_nan).sum()), int((a_inf & ~e_inf).sum())
     if n_nan or n_inf:
-        problem = f"{n_nan} NaN and {n_inf} Inf values where the reference is finite"
+        kind, problem = Kind.NONFINITE, f"{n_nan} NaN and {n_inf} Inf values where the reference is finite"
     else:
-        problem = (f"{n_bad} of {e.numel()} values differ ({n_bad / e.numel():.1%}); max abs error "
-                   f"{max_abs:.3g} at {list(worst_index)} (tolerance {atol:g} + {rtol:g}*|expected|)")
-    return Comparison(ok=False, problem=problem, **figures, **base)
+        kind, problem = Kind.VALUES, (f"{n_bad} of {e.numel()} values differ ({n_bad / e.numel():.1%}); max abs "
+                                      f"error {max_abs:.3g} at {list(worst_index)} (tolerance {atol:g} + "
+                                      f"{rtol:g}*|expected|)")
+    return Comparison(ok=False, kind=kind, problem=problem, **figures, **base)
 
 
 def _num(t: torch.Tensor) -> float:
@@ -156,8 +181,21 @@ def _num(t: torch.Tensor) -> float:
     return float(v) if not isinstance(v, bool) else float(int(v))
 
 
-def matches(actual: Any, expected: Any, names: tuple[str, ...], tol, exact: bool = False) -> bool:
+def matches(actual: Any, expected: Any, names: tuple[str, ...], tol: Tol, exact: bool = False) -> bool:
     try:
         return all(c.ok for c in compare_outputs(actual, expected, names, tol, exact))
     except Exception:
         return False
+
+
+def close(actual: Any, expected: Any, atol: float, rtol: float) -> bool:
+    """Whether `actual` agrees with `expected` by this module's criterion, through nested tuples and
+    lists, whatever the dtypes: for localisers comparing intermediate values (the comparison itself
+    reports types, shapes and dtypes)."""
+    if isinstance(expected, torch.Tensor):
+        return isinstance(actual, torch.Tensor) and compare_tensor(
+            actual.to(torch.float64, copy=True), expected.to(torch.float64, copy=True), "", lambda _: (atol, rtol)).ok
+    if isinstance(expected, (tuple, list)):
+        return (isinstance(actual, (tuple, list)) and len(actual) == len(expected)
+                and all(close(a, e, atol, rtol) for a, e in zip(actual, expected)))
+    return actual == expected
