@@ -9,7 +9,7 @@ import pytest
 
 from fixtures.batch.build import make_class, run_batch
 from grader.catalog import select
-from grader.pipeline.engine import build_cases
+from grader.pipeline.cases import build_cases
 
 SEED = 271828
 SDPA = "attention.scaled_dot_product_attention"

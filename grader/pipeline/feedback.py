@@ -4,12 +4,15 @@ Pure functions from records and inputs to strings; the engine calls them, report
 """
 from __future__ import annotations
 
+import builtins
 import inspect
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import torch
 
-from grader.results import Comparison
+from grader.catalog.spec import Case
+from grader.results import Comparison, FailureKind
 
 NOT_IMPLEMENTED = ("not implemented yet: replace the `raise NotImplementedError(...)` in {where} "
                    "with your code")
@@ -48,6 +51,12 @@ def describe_case(reference: Any, args: tuple, kwargs: dict) -> str:
     return ", ".join(parts)
 
 
+def case_description(reference: Any, case: Case) -> str:
+    """What a public case was: its note, then the shapes and dtypes of its inputs."""
+    desc = describe_case(reference, case.args, dict(case.kwargs))
+    return f"{case.note} — {desc}" if case.note else desc
+
+
 def comparisons_message(comps: tuple[Comparison, ...]) -> str:
     if len(comps) == 1:
         c = comps[0]
@@ -55,31 +64,86 @@ def comparisons_message(comps: tuple[Comparison, ...]) -> str:
     return "; ".join(f"{c.name} correct" if c.ok else f"{c.name} wrong: {c.problem}" for c in comps)
 
 
-def hide(c: Comparison) -> Comparison:
-    """The comparison of a hidden case, without anything that reveals inputs or expected values."""
-    if c.ok:
-        return Comparison(name=c.name, ok=True)
-    if c.shape is not None and c.expected_shape is not None and c.shape != c.expected_shape:
-        problem = "wrong shape"
-    elif c.dtype and c.expected_dtype and c.dtype != c.expected_dtype:
-        problem = "wrong dtype"
-    elif c.problem.startswith(("expected a", "returned a", "the returned")):
-        problem = c.problem.split(":")[0] if "," not in c.problem else "wrong type of value"
-    elif c.mismatch_fraction is not None:
-        problem = f"values differ from the reference ({c.mismatch_fraction:.0%} of them)"
-    else:
-        problem = "differs from the reference"
-    return Comparison(name=c.name, ok=False, problem=problem)
+@dataclass(frozen=True)
+class Facts:
+    """What the parent knows about a failed case besides its kind, to fill in the fixed words:
+    names from the spec, limits from the config, and the class name of a raised exception
+    (said only when it is one of SAYABLE_EXCEPTIONS)."""
+
+    function: str = ""
+    module: str = ""
+    timeout: float = 0.0              # the call's (or the import's) wall-time limit, seconds
+    memory_mb: int = 0
+    submission_timeout: float = 0.0
+    import_error: bool = False        # the module had to be salvaged
+    exception: str = ""
+
+
+# Exception class names the fixed words may say: Python's own and the grader's. A class the
+# student defined could be named after a hidden case's inputs (`class V_2x4x8(Exception)`).
+SAYABLE_EXCEPTIONS = frozenset(
+    [n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException)]
+    + ["UnsendableResult"])
+
+_CRASH = "the process running your code ended without returning (os._exit(), a signal, or running out of memory)"
+
+
+def _missing(f: Facts) -> str:
+    if f.import_error:
+        return f"{f.function} could not be loaded: {f.module}.py does not import as written"
+    return f"no function named {f.function} in {f.module}.py: keep the name and signature of the stub"
+
+
+# The fixed words for each kind of failure: all a hidden case says, and the start of a public
+# case's message (which adds what the student's code said, grader.pipeline.run).
+WORDS: dict[FailureKind, Callable[[Facts], str]] = {
+    FailureKind.WRONG_ANSWER: lambda f: "wrong answer",
+    FailureKind.MODIFIED_INPUT: lambda f: "modified its input in place: work on new tensors and leave the "
+                                          "inputs unchanged",
+    FailureKind.EXCEPTION: lambda f: f"raised {f.exception if f.exception in SAYABLE_EXCEPTIONS else 'an exception'}",
+    FailureKind.OUT_OF_MEMORY: lambda f: f"ran out of memory: the limit is {f.memory_mb} MiB",
+    FailureKind.SYS_EXIT: lambda f: "your code called sys.exit() (or exit()) instead of returning a value",
+    FailureKind.INTERRUPT: lambda f: "your code raised KeyboardInterrupt",
+    FailureKind.NOT_IMPLEMENTED: lambda f: "not implemented yet",
+    FailureKind.MISSING_FUNCTION: _missing,
+    FailureKind.IMPORT_ERROR: lambda f: "importing your module failed",
+    FailureKind.IMPORT_TIMEOUT: lambda f: f"importing {f.module}.py took longer than {f.timeout:g} s",
+    FailureKind.IMPORT_CRASH: lambda f: f"the process ended while importing {f.module}.py",
+    FailureKind.TIMEOUT: lambda f: f"took longer than {f.timeout:g} s: look for an endless loop, or a loop that "
+                                   "could be a tensor operation",
+    FailureKind.CRASH: lambda f: _CRASH,
+    FailureKind.PROTOCOL: lambda f: _CRASH,
+    FailureKind.STRIKES: lambda f: "not run: two calls in a row timed out or crashed",
+    FailureKind.TIME_LIMIT: lambda f: f"not run: the submission's time limit ({f.submission_timeout:g} s) was used up",
+}
+
+
+def words(kind: FailureKind, facts: Facts) -> str:
+    return WORDS[kind](facts)
+
+
+def error_kind(error: dict[str, str]) -> FailureKind:
+    """The kind of an exception the child reported ({"type", "message", "traceback"})."""
+    kind, msg = error.get("type", "Exception"), error.get("message", "")
+    if kind == "NotImplementedError":
+        return FailureKind.NOT_IMPLEMENTED
+    if kind == "MemoryError" or "can't allocate memory" in msg or "Cannot allocate memory" in msg:
+        return FailureKind.OUT_OF_MEMORY
+    if kind == "SystemExit":
+        return FailureKind.SYS_EXIT
+    if kind == "KeyboardInterrupt":
+        return FailureKind.INTERRUPT
+    return FailureKind.EXCEPTION
 
 
 def error_message(error: dict[str, str], memory_mb: int) -> str:
+    """The public message of an exception: its class, its message and the student's traceback."""
     kind, msg = error.get("type", "Exception"), error.get("message", "")
-    if kind == "MemoryError" or "can't allocate memory" in msg or "Cannot allocate memory" in msg:
-        return f"ran out of memory: the limit is {memory_mb} MiB ({kind}: {msg[:200]})"
-    if kind == "SystemExit":
-        return "your code called sys.exit() (or exit()) instead of returning a value"
-    if kind == "KeyboardInterrupt":
-        return "your code raised KeyboardInterrupt"
+    what = error_kind(error)
+    if what is FailureKind.OUT_OF_MEMORY:
+        return f"{words(what, Facts(memory_mb=memory_mb))} ({kind}: {msg[:200]})"
+    if what in (FailureKind.SYS_EXIT, FailureKind.INTERRUPT):
+        return words(what, Facts())
     tb = error.get("traceback", "")
     text = f"{kind}: {msg}" if msg else kind
     return f"{text}\n{tb}" if tb else text

@@ -16,7 +16,10 @@ from typing import Any
 import torch
 
 from grader.catalog.spec import Case, ExerciseSpec
+from grader.config import Config
+from grader.pipeline.cases import tolerance
 from grader.pipeline.compare import compare_outputs
+from grader.pipeline.context import Context
 from grader.trees import clone
 from grader.results import ExerciseResult, PerfResult
 from grader.sandbox.runner import Sandbox
@@ -37,7 +40,7 @@ def cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
-def run(exercises: tuple[ExerciseResult, ...], specs: list[ExerciseSpec], ctx: Any,
+def run(exercises: tuple[ExerciseResult, ...], specs: list[ExerciseSpec], ctx: Context,
         cuda: bool | None = None) -> tuple[ExerciseResult, ...]:
     cfg = perf_config(ctx.config)
     if not cfg.enabled:
@@ -61,18 +64,17 @@ def run(exercises: tuple[ExerciseResult, ...], specs: list[ExerciseSpec], ctx: A
     return tuple(out)
 
 
-def check(perf: PerfSpec, spec: ExerciseSpec, result: ExerciseResult, ctx: Any, cfg: PerfConfig, cuda: bool,
+def check(perf: PerfSpec, spec: ExerciseSpec, result: ExerciseResult, ctx: Context, cfg: PerfConfig, cuda: bool,
           gpu_sandbox: list[Sandbox]) -> PerfResult:
     device, why = policy.plan(perf, cfg, cuda, result.passed)
     if device is None:
-        return policy.skipped(perf, cfg, "cuda" if "CUDA" in why else (cfg.device if cfg.device != "auto" else "cpu"), why)
+        where = "cuda" if "CUDA" in why else (cfg.device if cfg.device != "auto" else "cpu")
+        return policy.skipped(perf, cfg, where, why)
     budget = min(cfg.budget_s, ctx.remaining() - 1.0)
     if budget < MIN_BUDGET_S:
         return policy.skipped(perf, cfg, device, "not timed: the submission's time limit was used up")
     setting = perf.setting(device)
-    load = ctx.loads.get(spec.module)
-    files = load.files if load is not None else dict(ctx.submission.files)
-    harness = SandboxHarness(_sandbox(device, ctx, gpu_sandbox), files, spec, device=device,
+    harness = SandboxHarness(_sandbox(device, ctx, gpu_sandbox), ctx.files_for(spec.module), spec, device=device,
                              threads=cfg.threads if device == "cpu" else None,
                              timeout=max(min(max(ctx.config.call_timeout, 2 * budget), ctx.remaining()), 1.0),
                              memory_mb=ctx.config.memory_mb)
@@ -93,7 +95,7 @@ def check(perf: PerfSpec, spec: ExerciseSpec, result: ExerciseResult, ctx: Any, 
     return verdict
 
 
-def _sandbox(device: str, ctx: Any, gpu_sandbox: list[Sandbox]) -> Sandbox:
+def _sandbox(device: str, ctx: Context, gpu_sandbox: list[Sandbox]) -> Sandbox:
     """CUDA reserves tens of GiB of address space when it starts, which the sandbox's RLIMIT_AS
     forbids: GPU checks get their own sandbox without that limit (GPU memory is the GPU's)."""
     if device == "cpu":
@@ -103,21 +105,16 @@ def _sandbox(device: str, ctx: Any, gpu_sandbox: list[Sandbox]) -> Sandbox:
     return gpu_sandbox[0]
 
 
-def output_checker(spec: ExerciseSpec, config) -> Any:
+def output_checker(spec: ExerciseSpec, config: Config) -> Any:
     """check(inputs, output) -> "" when the output matches the exercise's own reference, computed
     here in the parent with the exercise's tolerance (and its configured overrides)."""
-    overrides = config.exercise(spec.id)
-
-    def tol(dtype):
-        atol, rtol = spec.tol(dtype)
-        return (overrides.atol if overrides.atol is not None else atol,
-                overrides.rtol if overrides.rtol is not None else rtol)
+    tol = tolerance(spec, config.exercise(spec.id))
 
     def check(inputs: tuple, output: Any) -> str:
         args, kwargs = inputs
         expected = spec.reference(*clone(tuple(args)), **clone(dict(kwargs)))
         if spec.judge is not None:
-            verdict = spec.judge(Case("timed call", tuple(args), dict(kwargs)), output, expected)
+            verdict = spec.judge(Case("timed call", tuple(args), dict(kwargs)), output, expected, tol)
             return "" if verdict.ok else (verdict.message or "wrong output")
         if not spec.exact and _close(output, expected, tol):
             return ""
@@ -134,7 +131,8 @@ def _close(actual: Any, expected: Any, tol) -> bool:
     reference's shape and dtype and within tolerance (NaN only where the reference has NaN);
     anything else goes through grader.pipeline.compare for the full verdict and its message."""
     if isinstance(expected, torch.Tensor):
-        if not (isinstance(actual, torch.Tensor) and type(actual) is torch.Tensor and claimed_type(actual) == "torch.Tensor"
+        if not (isinstance(actual, torch.Tensor) and type(actual) is torch.Tensor
+                and claimed_type(actual) == "torch.Tensor"
                 and actual.shape == expected.shape and actual.dtype == expected.dtype):
             return False
         if not expected.is_floating_point():

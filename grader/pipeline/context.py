@@ -1,0 +1,75 @@
+"""What every stage of one submission's grading shares: the submission, the resolved config, the
+sandbox, the deadline, and how each of the student's modules was loaded.
+
+One Context per submission, made by grader.pipeline.engine.grade (or the notebook front-end);
+exercises are graded on several threads at once, so the record of module loads is guarded.
+Stages use only the public methods below.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from grader.config import Config
+from grader.sandbox.runner import Sandbox
+from grader.submission.loader import Submission
+
+
+@dataclass(frozen=True)
+class ModuleLoad:
+    """How one of the student's modules is loaded for grading: the files every child gets (the
+    module salvaged when it does not import as written), notes for the feedback, and why it
+    did not import ("" when it did)."""
+
+    files: dict[str, str]
+    notes: tuple[str, ...] = ()
+    import_error: str = ""
+
+
+@dataclass
+class Context:
+    """The shared state of one submission's grading.
+
+    `sandbox` is the parent side of the sandbox (or a stand-in with the same `open()` and
+    `limits`, as the notebook front-end's in-process one); `deadline` is on time.monotonic().
+    """
+
+    submission: Submission
+    config: Config
+    sandbox: Sandbox
+    deadline: float
+    _loads: dict[str, ModuleLoad] = field(default_factory=dict, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _module_locks: dict[str, threading.Lock] = field(default_factory=dict, init=False, repr=False)
+
+    def remaining(self) -> float:
+        """Seconds left of the submission's time limit (negative once it is used up)."""
+        return self.deadline - time.monotonic()
+
+    def module_load(self, module: str, decide: Callable[[str], ModuleLoad]) -> ModuleLoad:
+        """How `module` is loaded, decided once per submission by `decide(module)`: exercises of
+        the same module on other threads wait for the first decision and share it."""
+        with self._lock:
+            lock = self._module_locks.setdefault(module, threading.Lock())
+        with lock:
+            with self._lock:
+                load = self._loads.get(module)
+            if load is None:
+                load = decide(module)
+                with self._lock:
+                    self._loads[module] = load
+            return load
+
+    def files_for(self, module: str) -> dict[str, str]:
+        """The files a child gets to run `module`: those it was graded with (salvaged if it had
+        to be), or the submission's own when it was not loaded."""
+        with self._lock:
+            load = self._loads.get(module)
+        return dict(load.files if load is not None else self.submission.files)
+
+    def import_errors(self) -> tuple[tuple[str, str], ...]:
+        """(module, why) for every module that did not import as written, in the order decided."""
+        with self._lock:
+            return tuple((m, load.import_error) for m, load in self._loads.items() if load.import_error)

@@ -1,0 +1,134 @@
+"""Judge one reply of the student's function: a pure function of what the case was, what came
+back and what the reference says, run in the parent.
+
+    judge(spec, case, value, ref, tol, modified=..., probe=...) -> CaseResult (passed or failed)
+
+In order: the spec's own judge, or the value-by-value comparison (grader.pipeline.compare);
+an input modified in place fails a right answer; a failing reply is matched against the
+spec's known mistakes (the diagnosis), localised by the spec's localiser (which may probe the
+student's other functions), and shown as heatmaps for 2-D outputs. No sandbox is needed: the
+only call into the student's code is through `probe`. Hidden cases are not localised, nor
+shown as heatmaps; their redaction is grader.pipeline.redact's job.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import torch
+
+from grader.catalog.spec import Case, ExerciseSpec, Probe, Verdict
+from grader.pipeline import feedback
+from grader.pipeline.compare import Tol, compare_outputs, matches
+from grader.results import CaseResult, Comparison, FailureKind, Heatmap, Status
+from grader.trees import clone
+
+HEATMAP_MAX = 24
+
+
+class ProbeError(Exception):
+    """A probe call into the student's code did not return a value."""
+
+
+def no_probe(function: str, *args: Any, **kwargs: Any) -> Any:
+    raise ProbeError("no session to probe")
+
+
+@dataclass(frozen=True)
+class _Decision:
+    ok: bool
+    message: str
+    comparisons: tuple[Comparison, ...]
+    failure: FailureKind | None
+
+
+def judge(spec: ExerciseSpec, case: Case, value: Any, ref: Any, tol: Tol, *,
+          modified: Sequence[str] = (), probe: Probe = no_probe) -> CaseResult:
+    """The verdict on `value`, what the student's function returned for `case`."""
+    decision = _decide(spec, case, value, ref, tol, modified)
+    description = feedback.case_description(spec.reference, case)
+    if decision.ok:   # a judge may have something to say even on success (e.g. how long it took)
+        return CaseResult(name=case.name, status=Status.PASSED, description=description,
+                          message=decision.message if spec.judge else "", comparisons=decision.comparisons)
+    message = decision.message
+    where = "" if case.hidden else localise(spec, case, value, probe)
+    if where:
+        message = f"{message}\n{where}" if message else where
+    return CaseResult(name=case.name, status=Status.FAILED, description=description, message=message,
+                      comparisons=decision.comparisons, diagnosis=diagnose(spec, case, value, ref, tol),
+                      heatmaps=() if case.hidden else heatmaps(spec, value, ref, decision.comparisons),
+                      failure=decision.failure)
+
+
+def _decide(spec: ExerciseSpec, case: Case, value: Any, ref: Any, tol: Tol, modified: Sequence[str]) -> _Decision:
+    if spec.judge is not None:
+        verdict = spec.judge(case, value, ref, tol)
+    else:
+        comps = compare_outputs(value, ref, spec.outputs, tol, spec.exact)
+        verdict = Verdict(all(c.ok for c in comps), feedback.comparisons_message(comps), comps)
+    if verdict.ok and modified:
+        return _Decision(False, f"modified its input in place ({', '.join(modified)}): work on new tensors and "
+                         "leave the inputs unchanged", verdict.comparisons, FailureKind.MODIFIED_INPUT)
+    return _Decision(verdict.ok, verdict.message, verdict.comparisons,
+                     None if verdict.ok else FailureKind.WRONG_ANSWER)
+
+
+def diagnose(spec: ExerciseSpec, case: Case, value: Any, ref: Any, tol: Tol) -> str:
+    """'<mistake>: <explanation>' for the first known mistake whose output `value` matches."""
+    for mistake in spec.mistakes:
+        try:
+            wrong = _align(mistake.fn(*clone(case.args), **clone(dict(case.kwargs))), ref)
+        except Exception:
+            continue
+        if matches(value, wrong, spec.outputs, tol, spec.exact):
+            return f"{mistake.name}: {mistake.explanation}"
+    return ""
+
+
+def localise(spec: ExerciseSpec, case: Case, value: Any, probe: Probe) -> str:
+    """Where the spec's localiser finds the fault ("" when it has none, or fails)."""
+    if spec.localise is None:
+        return ""
+    try:
+        return spec.localise(case, value, probe) or ""
+    except Exception:   # a localiser must never cost the student a result
+        return ""
+
+
+def heatmaps(spec: ExerciseSpec, value: Any, ref: Any, comps: tuple[Comparison, ...]) -> tuple[Heatmap, ...]:
+    """A slice of each failing output the spec names in `heatmaps`, when it is 2-D or more and of
+    the reference's shape."""
+    out = []
+    names = spec.outputs
+    for name in spec.heatmaps:
+        comp = next((c for c in comps if c.name == name), None)
+        if comp is None or comp.ok or name not in names:
+            continue
+        i = names.index(name)
+        a = value[i] if len(names) > 1 and isinstance(value, (tuple, list)) and len(value) > i else value
+        e = ref[i] if len(names) > 1 else ref
+        if not isinstance(a, torch.Tensor) or a.shape != e.shape or e.dim() < 2:
+            continue
+        out.append(Heatmap(f"{name} (first {'matrix' if e.dim() > 2 else 'slice'})", _matrix(a), _matrix(e)))
+    return tuple(out)
+
+
+def _align(wrong: Any, ref: Any) -> Any:
+    """Give a mistake's floating outputs the reference's float dtype (mistakes may compute in
+    float64); a float-vs-bool or float-vs-int difference is kept, since it can be the mistake."""
+    if isinstance(wrong, torch.Tensor) and isinstance(ref, torch.Tensor):
+        if wrong.is_floating_point() and ref.is_floating_point() and wrong.dtype != ref.dtype:
+            return wrong.to(ref.dtype)
+        return wrong
+    if isinstance(wrong, (list, tuple)) and isinstance(ref, (list, tuple)) and len(wrong) == len(ref):
+        return type(wrong)(_align(w, r) for w, r in zip(wrong, ref))
+    if isinstance(wrong, dict) and isinstance(ref, dict):
+        return {k: _align(v, ref.get(k)) for k, v in wrong.items()}
+    return wrong
+
+
+def _matrix(t: torch.Tensor) -> tuple[tuple[float, ...], ...]:
+    while t.dim() > 2:
+        t = t[0]
+    t = t[:HEATMAP_MAX, :HEATMAP_MAX].double().nan_to_num(0.0, posinf=1e9, neginf=-1e9)
+    return tuple(tuple(round(float(v), 6) for v in row) for row in t)

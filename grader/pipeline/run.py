@@ -1,0 +1,198 @@
+"""Run an exercise's cases in confined children, one call per case.
+
+A CaseRunner owns the child sessions of one exercise. It opens a child with the student's
+module (tripwires, substitutes for dependencies, the spec's driver), calls the function once per
+case and hands each reply to grader.pipeline.judge. Rules it keeps:
+- two strikes: after two calls in a row that timed out or crashed (a fresh child after each),
+  the remaining cases are not run; nor are they once the submission's time is used up;
+- hidden cases run in a child of their own, whose prints are withheld, and their records are
+  redacted (grader.pipeline.redact);
+- forbidden calls the tripwires saw, the sandbox's own notes, and the children's captured
+  output are kept for the exercise's result.
+"""
+from __future__ import annotations
+
+import tempfile
+import time
+from dataclasses import asdict, replace
+from typing import Any
+
+from grader.catalog.spec import Case, ExerciseSpec
+from grader.pipeline import feedback, redact
+from grader.pipeline.cases import tolerance
+from grader.pipeline.context import Context, ModuleLoad
+from grader.pipeline.judge import ProbeError, judge
+from grader.results import CaseResult, FailureKind
+from grader.sandbox.runner import Outcome, Session, copy_submission, remove_workdir
+
+# Importing the module and a session's first call (lazy torch initialisation) get at least this
+# long, however short the per-call limit: a loaded machine must not turn start-up into a timeout.
+STARTUP_GRACE = 10.0
+_STRIKES = (FailureKind.TIMEOUT, FailureKind.CRASH, FailureKind.PROTOCOL)
+
+
+class CaseRunner:
+    """The cases of one exercise, run against `load` (the module as graded): run_all(), then
+    close() for the captured output, notes() and forbidden_hits for the exercise's result."""
+
+    def __init__(self, spec: ExerciseSpec, ctx: Context, load: ModuleLoad) -> None:
+        self.spec, self.ctx, self.load = spec, ctx, load
+        self.session: Session | None = None
+        self.workdir = ""
+        self.forbidden_hits: list[dict[str, str]] = []
+        self.outputs: list[tuple[str, bool]] = []
+        self._notes: list[str] = []
+        self._missing = False
+        self._hidden_session = False
+        self._first_call = True
+        self.overrides = ctx.config.exercise(spec.id)
+        self.timeout = self.overrides.call_timeout or spec.call_timeout or ctx.config.call_timeout
+        self.facts = feedback.Facts(function=spec.function, module=spec.module, memory_mb=ctx.config.memory_mb,
+                                    submission_timeout=ctx.config.submission_timeout,
+                                    import_error=bool(load.import_error))
+
+    # -- sessions --------------------------------------------------------------------------
+    def _open(self) -> Outcome:
+        self._close_session()
+        self.workdir = tempfile.mkdtemp(prefix="grader-")
+        copy_submission({f"{m}.py": s for m, s in self.load.files.items()}, self.workdir)
+        rules = [asdict(r) for r in self.spec.forbidden]
+        self.session = self.ctx.sandbox.open(self.workdir, self.spec.module, forbidden=rules,
+                                             substitutes=dict(self.spec.depends), driver=self.spec.driver,
+                                             import_timeout=self._timeout(STARTUP_GRACE))
+        self._first_call = True
+        ready = self.session.ready
+        self._record_hits(ready)
+        weaker = f"Sandbox on this machine: {ready.detail} (the other limits apply)." if ready.detail else ""
+        if weaker and weaker not in self._notes:
+            self._notes.append(weaker)
+        if ready.kind == "ok" and self.spec.function not in (ready.value or []):
+            self._missing = True
+        return ready
+
+    def _close_session(self) -> None:
+        if self.session is not None:
+            self.session.close()
+            if self._hidden_session:      # what hidden cases print could show their inputs
+                total = self.session.output_total
+                withheld = f"[{total} bytes printed during hidden cases: withheld]\n" if total else ""
+                self.outputs.append((withheld, False))
+            else:
+                self.outputs.append(self.session.output)
+            self.session = None
+        if self.workdir:
+            remove_workdir(self.workdir)
+            self.workdir = ""
+
+    def close(self) -> tuple[str, bool]:
+        """Close the last child: (captured output, truncated), kept within the output limit."""
+        self._close_session()
+        text = "".join(o for o, _ in self.outputs)
+        keep = self.ctx.config.output_kb << 10
+        truncated = any(t for _, t in self.outputs) or len(text) > keep
+        return text[:keep], truncated
+
+    def notes(self) -> list[str]:
+        notes = list(self._notes)
+        if self.spec.depends:
+            names = ", ".join(sorted(self.spec.depends))
+            notes.append(f"Graded with the grader's reference {names} in place of yours, so a bug there is "
+                         f"charged once, in its own exercise, not again here.")
+        return notes
+
+    def _timeout(self, at_least: float = 0.0) -> float:
+        return max(min(max(self.timeout, at_least), self.ctx.remaining()), 0.05)
+
+    def _record_hits(self, outcome: Outcome) -> None:
+        for h in outcome.hits:
+            if h not in self.forbidden_hits:
+                self.forbidden_hits.append(h)
+
+    # -- cases -----------------------------------------------------------------------------
+    def run_all(self, cases: list[Case], references: list[Any]) -> list[CaseResult]:
+        results: list[CaseResult] = []
+        strikes = 0
+        for case, ref in zip(cases, references):
+            if strikes >= 2 or self.ctx.remaining() <= 0:
+                results.append(self._failed(case, FailureKind.STRIKES if strikes >= 2 else FailureKind.TIME_LIMIT))
+                continue
+            if case.hidden and not self._hidden_session:
+                self._close_session()         # hidden cases run in a child of their own
+                self._hidden_session = True
+            if self.session is None or not self.session.alive:
+                ready = self._open()
+                if ready.kind != "ok":
+                    results.append(self._import_problem(case, ready))
+                    strikes += 1
+                    continue
+            if self._missing:
+                results.append(self._failed(case, FailureKind.MISSING_FUNCTION, self._missing_message()))
+                continue
+            result = self.run_case(case, ref)
+            strikes = strikes + 1 if result.failure in _STRIKES else 0
+            results.append(result)
+        return results
+
+    def run_case(self, case: Case, ref: Any) -> CaseResult:
+        """Call the student's function on `case` in the open child and judge the reply."""
+        start = time.monotonic()
+        timeout = self._timeout(STARTUP_GRACE if self._first_call else 0.0)
+        self._first_call = False
+        outcome = self.session.call(self.spec.function, case.args, dict(case.kwargs), timeout=timeout)
+        self._record_hits(outcome)
+        seconds = time.monotonic() - start
+        if outcome.kind == "ok":
+            result = judge(self.spec, case, outcome.value, ref, tolerance(self.spec, self.overrides, case),
+                           modified=tuple(outcome.modified), probe=self._probe)
+            return self._finish(case, replace(result, seconds=seconds))
+        facts = replace(self.facts, timeout=timeout, exception=outcome.error.get("type", ""))
+        if outcome.kind == "timeout":
+            return self._failed(case, FailureKind.TIMEOUT, seconds=seconds, facts=facts)
+        if outcome.kind in ("crashed", "protocol"):
+            kind = FailureKind.CRASH if outcome.kind == "crashed" else FailureKind.PROTOCOL
+            detail = f": {outcome.detail}" if kind is FailureKind.PROTOCOL else ""
+            return self._failed(case, kind, feedback.words(kind, facts) + detail, seconds, facts=facts)
+        if outcome.kind == "missing":
+            self._missing = True
+            return self._failed(case, FailureKind.MISSING_FUNCTION, self._missing_message(), seconds, facts=facts)
+        kind = feedback.error_kind(outcome.error)
+        message = None if kind is FailureKind.NOT_IMPLEMENTED else \
+            feedback.error_message(outcome.error, self.ctx.config.memory_mb)
+        return self._failed(case, kind, message, seconds, facts=facts)
+
+    def _import_problem(self, case: Case, ready: Outcome) -> CaseResult:
+        facts = replace(self.facts, timeout=self.timeout)
+        if ready.kind == "timeout":
+            return self._failed(case, FailureKind.IMPORT_TIMEOUT, facts=facts)
+        if ready.kind == "crashed":
+            return self._failed(case, FailureKind.IMPORT_CRASH, facts=facts)
+        return self._failed(case, FailureKind.IMPORT_ERROR, "importing your module failed: " +
+                            feedback.error_message(ready.error, self.ctx.config.memory_mb), facts=facts)
+
+    def _missing_message(self) -> str:
+        if self.load.import_error:
+            return (f"{self.spec.function} could not be loaded: {self.spec.module}.py does not import as written "
+                    f"({self.load.import_error}) and the grader had to skip the part that holds it")
+        return feedback.words(FailureKind.MISSING_FUNCTION, self.facts)
+
+    def _probe(self, function: str, *args: Any, **kwargs: Any) -> Any:
+        if self.session is None or not self.session.alive:
+            raise ProbeError("no session")
+        outcome = self.session.call(function, args, kwargs, timeout=self._timeout(), plain=True)
+        if outcome.kind != "ok":
+            raise ProbeError(outcome.kind)
+        return outcome.value
+
+    # -- records ---------------------------------------------------------------------------
+    def _failed(self, case: Case, kind: FailureKind, message: str | None = None, seconds: float = 0.0, *,
+                facts: feedback.Facts | None = None) -> CaseResult:
+        """A case that did not return (or did not run): `message` defaults to the kind's fixed words."""
+        facts = facts or self.facts
+        message = feedback.words(kind, facts) if message is None else message
+        result = CaseResult(name=case.name, status=kind.status, message=message, seconds=seconds, failure=kind,
+                            description="" if case.hidden else feedback.case_description(self.spec.reference, case))
+        return self._finish(case, result, facts)
+
+    def _finish(self, case: Case, result: CaseResult, facts: feedback.Facts | None = None) -> CaseResult:
+        """The public record as it is, a hidden case's redacted (grader.pipeline.redact)."""
+        return redact.hidden(result, facts or self.facts) if case.hidden else result
