@@ -1,0 +1,94 @@
+"""grader.pipeline.engine end to end on a tiny made-up exercise, in the session's real sandbox:
+cases, the child, judging, hidden cases, overrides and scoring composed as in a real grading."""
+import dataclasses
+import json
+
+import torch
+
+from grader.catalog.spec import Case, ExerciseSpec, KnownMistake, Verdict
+from grader.config import ExerciseConfig
+from grader.pipeline.context import Context, ModuleLoad
+from grader.pipeline.engine import grade
+from grader.results import FailureKind, Status, from_dict, to_dict
+
+SECRET = "V_2x4x8_secret"
+
+
+def _cases(gen):
+    return [Case("small", (torch.randn(2, 3, generator=gen),)), Case("wide", (torch.randn(3, 5, generator=gen),))]
+
+
+def _close(case, value, ref, tol):
+    atol, rtol = tol(ref.dtype)
+    ok = isinstance(value, torch.Tensor) and value.shape == ref.shape and bool(torch.allclose(value, ref, atol=atol,
+                                                                                               rtol=rtol))
+    return Verdict(ok, "" if ok else "not close")
+
+
+DOUBLE = ExerciseSpec(id="toy.double", cases=_cases, reference=lambda x: 2 * x, reference_source="2 * x",
+                      mistakes=(KnownMistake("tripled", "multiply by 2, not 3", lambda x: 3 * x),))
+JUDGED = ExerciseSpec(id="toy.judged", cases=_cases, reference=lambda x: x + 1, reference_source="x + 1", judge=_close)
+
+SOURCE = f'''
+import torch
+
+
+class {SECRET}(Exception):
+    pass
+
+
+def double(x):
+    {{double}}
+
+
+def judged(x):
+    return x + 1 + 1e-3
+'''
+
+
+def submit(tmp_path, double):
+    folder = tmp_path / "sub"
+    folder.mkdir()
+    (folder / "toy.py").write_text(SOURCE.replace("{double}", double))
+    return folder
+
+
+def test_right_and_wrong_answers_with_a_diagnosis(tmp_path, sandbox, config):
+    result = grade(str(submit(tmp_path, "return 3 * x")), [DOUBLE, JUDGED], config, sandbox=sandbox)
+    double, judged = result.exercises
+    assert double.status is Status.FAILED and double.points == 0.0 and double.diagnosis.startswith("tripled")
+    assert [c.failure for c in double.cases] == [FailureKind.WRONG_ANSWER] * 2
+    assert judged.status is Status.FAILED and judged.cases[0].message == "not close"   # default atol is 1e-5
+    assert from_dict(json.loads(json.dumps(to_dict(result)))) == result
+
+
+def test_a_configured_tolerance_reaches_the_judge(tmp_path, sandbox, config):
+    loose = dataclasses.replace(config, exercises={**config.exercises, "toy.judged": ExerciseConfig(atol=1e-2)})
+    result = grade(str(submit(tmp_path, "return 2 * x")), [DOUBLE, JUDGED], loose, sandbox=sandbox)
+    assert [e.status for e in result.exercises] == [Status.PASSED, Status.PASSED]
+    assert result.score == 2.0 and result.exercises[0].message == "all 2 cases passed"
+
+
+def test_hidden_cases_say_only_the_kind_of_failure(tmp_path, sandbox, config):
+    raising = f'raise {SECRET}("x = " + str(x.flatten()[:3].tolist()))'
+    hidden = dataclasses.replace(config, secret_seed=12345)
+    (e,) = grade(str(submit(tmp_path, raising)), [DOUBLE], hidden, sandbox=sandbox).exercises
+    public, secret = [c for c in e.cases if not c.hidden], [c for c in e.cases if c.hidden]
+    assert len(public) == len(secret) == 2 and e.status is Status.ERROR
+    assert public[0].message.startswith(f"{SECRET}: x = [")            # a public case says it all
+    for c in secret:
+        assert c.failure is FailureKind.EXCEPTION and c.message == "raised an exception"
+        assert SECRET not in json.dumps(to_dict(c)) and c.description == "inputs withheld (hidden case)"
+
+
+def test_the_context_decides_each_module_load_once():
+    ctx = Context(submission=None, config=None, sandbox=None, deadline=0.0)
+    calls = []
+
+    def decide(module):
+        calls.append(module)
+        return ModuleLoad({module: "x = 1"}, import_error="" if module == "a" else "SyntaxError")
+    assert ctx.module_load("a", decide) is ctx.module_load("a", decide)
+    ctx.module_load("b", decide)
+    assert calls == ["a", "b"] and ctx.import_errors() == (("b", "SyntaxError"),)
+    assert ctx.files_for("b") == {"b": "x = 1"} and ctx.remaining() < 0

@@ -1,0 +1,136 @@
+"""grader.pipeline.judge without a sandbox: hand-made cases and replies, judged as the engine would."""
+import torch
+
+from grader.catalog.spec import Case, ExerciseSpec, KnownMistake, Verdict
+from grader.config import ExerciseConfig
+from grader.pipeline.cases import tolerance
+from grader.pipeline.judge import ProbeError, judge
+from grader.results import ComparisonKind, FailureKind, Status
+
+X = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+CASE = Case("small", (X,), note="2 by 3")
+
+
+def spec(**kw) -> ExerciseSpec:
+    base = dict(id="toy.double", cases=lambda gen: [CASE], reference=lambda x: 2 * x, reference_source="2 * x",
+                mistakes=(KnownMistake("tripled", "you multiplied by 3: multiply by 2", lambda x: 3 * x),))
+    return ExerciseSpec(**{**base, **kw})
+
+
+def run(s, value, case=CASE, **kw):
+    return judge(s, case, value, s.reference(*case.args), tolerance(s, ExerciseConfig(), case), **kw)
+
+
+def test_a_right_answer_passes_with_its_case_described():
+    r = run(spec(), 2 * X)
+    assert r.status is Status.PASSED and r.failure is None and r.message == ""
+    assert r.description == "2 by 3 — x: (2, 3) float32"
+    assert [c.kind for c in r.comparisons] == [ComparisonKind.OK]
+
+
+def test_wrong_values_name_the_known_mistake():
+    r = run(spec(), 3 * X)
+    assert r.status is Status.FAILED and r.failure is FailureKind.WRONG_ANSWER
+    assert r.diagnosis == "tripled: you multiplied by 3: multiply by 2"
+    assert r.comparisons[0].kind is ComparisonKind.VALUES and "5 of 6 values differ" in r.message
+
+
+def test_wrong_values_that_match_no_mistake_have_no_diagnosis():
+    assert run(spec(), 2 * X + 1).diagnosis == ""
+
+
+def test_a_mistake_that_raises_is_skipped():
+    boom = KnownMistake("boom", "never said", lambda x: 1 / 0)
+    r = run(spec(mistakes=(boom, *spec().mistakes)), 3 * X)
+    assert r.diagnosis.startswith("tripled")
+
+
+def test_shape_mismatch_is_said_before_values():
+    r = run(spec(), 2 * X.T)
+    assert r.status is Status.FAILED and r.comparisons[0].kind is ComparisonKind.SHAPE
+    assert r.message == "shape (3, 2) but expected (2, 3)"
+
+
+def test_non_finite_values_have_their_own_kind():
+    r = run(spec(), torch.full((2, 3), float("nan")))
+    assert r.comparisons[0].kind is ComparisonKind.NONFINITE
+
+
+def test_modifying_an_input_in_place_fails_a_right_answer():
+    r = run(spec(), 2 * X, modified=("x",))
+    assert r.status is Status.FAILED and r.failure is FailureKind.MODIFIED_INPUT
+    assert r.message.startswith("modified its input in place (x)")
+    assert all(c.ok for c in r.comparisons)
+
+
+def test_a_localiser_adds_where_and_may_probe():
+    calls = []
+
+    def localise(case, value, probe):
+        calls.append(probe("helper", 1))
+        return "Where: the scaling."
+    r = run(spec(localise=localise), 3 * X, probe=lambda name, *a: f"{name}{a}")
+    assert r.message.endswith("\nWhere: the scaling.") and calls == ["helper(1,)"]
+
+
+def test_a_localiser_that_raises_is_ignored():
+    def broken(case, value, probe):
+        raise RuntimeError("Where: a bug in the localiser")
+
+    def probing(case, value, probe):
+        return "Where: " + probe("helper")          # no probe given: ProbeError
+    for localise in (broken, probing):
+        r = run(spec(localise=localise), 3 * X)
+        assert r.status is Status.FAILED and "Where" not in r.message and r.diagnosis.startswith("tripled")
+
+
+def test_without_a_probe_probing_raises_probe_error():
+    seen = []
+
+    def localise(case, value, probe):
+        try:
+            probe("helper")
+        except ProbeError as e:
+            seen.append(e)
+        return ""
+    run(spec(localise=localise), 3 * X)
+    assert len(seen) == 1
+
+
+def test_hidden_cases_are_not_localised():
+    seen = []
+    hidden = Case("hidden 1", (X,), hidden=True)
+    run(spec(localise=lambda case, value, probe: seen.append(case) or "Where: here"), 3 * X, case=hidden)
+    assert seen == []
+
+
+def test_heatmaps_only_for_failing_two_dimensional_outputs():
+    s = spec(heatmaps=("output",))
+    (h,) = run(s, 3 * X).heatmaps
+    assert h.student[1] == (9.0, 12.0, 15.0) and h.reference[1] == (6.0, 8.0, 10.0)
+    assert run(s, 2 * X).heatmaps == ()                                   # passing
+    one_d = Case("flat", (torch.arange(3.0),))
+    assert run(s, torch.zeros(3), case=one_d).heatmaps == ()             # 1-D
+    assert run(s, 3 * X, case=Case("hidden 1", (X,), hidden=True)).heatmaps == ()
+
+
+def test_a_judge_gets_the_tolerance_with_overrides_applied():
+    seen = {}
+
+    def judge_fn(case, value, ref, tol):
+        seen["tol"] = tol(torch.float32)
+        return Verdict(bool(torch.allclose(value, ref, atol=seen["tol"][0], rtol=seen["tol"][1])), "close enough?")
+    s = spec(judge=judge_fn)
+    off = 2 * X + 1e-3
+    strict = judge(s, CASE, off, 2 * X, tolerance(s, ExerciseConfig(), CASE))
+    loose = judge(s, CASE, off, 2 * X, tolerance(s, ExerciseConfig(atol=1e-2), CASE))
+    assert strict.status is Status.FAILED and strict.message == "close enough?"
+    assert loose.status is Status.PASSED and loose.message == "close enough?" and seen["tol"] == (1e-2, 1e-4)
+
+
+def test_tolerance_order_spec_then_case_then_config():
+    s = spec(tolerance={torch.float32: (1e-3, 1e-3)})
+    case = Case("c", (X,), rtol=0.5)
+    assert tolerance(s, ExerciseConfig())(torch.float32) == (1e-3, 1e-3)
+    assert tolerance(s, ExerciseConfig(), case)(torch.float32) == (1e-3, 0.5)
+    assert tolerance(s, ExerciseConfig(rtol=0.25), case)(torch.float32) == (1e-3, 0.25)
