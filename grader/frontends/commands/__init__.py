@@ -1,6 +1,9 @@
 """Subcommands of `grader`; each module registers one (see grader.cli), and grades through grader.api.
 
 Helpers every command shares: the --config option, the configuration it names, paths in it.
+Commands import the catalog, the engine and torch inside run(), not at the top: `grader` imports
+every command module to build its parser, and `grader --version` or a usage error must not wait
+for torch (tests/test_layout.py checks it).
 """
 from __future__ import annotations
 

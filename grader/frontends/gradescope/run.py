@@ -14,6 +14,8 @@ import os
 import sys
 import traceback
 
+import grader
+
 SKIP_DIRS = ("__MACOSX", "__pycache__", ".git")
 
 
@@ -76,7 +78,6 @@ def main() -> int:
     root = os.environ.get("AUTOGRADER_ROOT", "/autograder")
     out = os.path.join(root, "results", "results.json")
     os.makedirs(os.path.dirname(out), exist_ok=True)
-    import grader
     print(f"grader {grader.__version__} from {os.path.dirname(grader.__file__)}")
     try:
         text = grade_submission(root)
