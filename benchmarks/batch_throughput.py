@@ -174,7 +174,8 @@ def nbgrader_course(subs: Path, students: list[str], work: Path, env: dict[str, 
     for student in students:
         dest = course / "submitted" / student / MODULE
         dest.mkdir(parents=True)
-        (dest / f"{MODULE}.ipynb").write_text(json.dumps(hand_in(release, (subs / student / f"{MODULE}.py").read_text())))
+        (dest / f"{MODULE}.ipynb").write_text(
+            json.dumps(hand_in(release, (subs / student / f"{MODULE}.py").read_text())))
     return course
 
 
@@ -197,7 +198,8 @@ def run_nbgrader(course: Path, students: list[str], jobs: int, env: dict[str, st
     wall = time.monotonic() - start
     graded = sum(len(list((c / "autograded").glob(f"*/{MODULE}/{MODULE}.ipynb"))) for c in copies)
     if graded != len(students):
-        print(f"  note: nbgrader autograded {graded} of {len(students)} notebooks (see {course.parent}/course*/autograde.log)")
+        print(f"  note: nbgrader autograded {graded} of {len(students)} notebooks "
+              f"(see {course.parent}/course*/autograde.log)")
     return wall
 
 

@@ -120,7 +120,8 @@ def main() -> int:
 
     print("2. harness overhead per call (ms): the grader's timer against a bare measurement")
     print(f"   {'kernel':<26} {'bare':>9} {'harness':>9} {'overhead':>9} {'ratio':>7}")
-    for label, n, reps in (("tiny (1 matmul, n=%d)" % n_small, n_small, 1), ("large (10 matmuls, n=%d)" % n_large, n_large, 10)):
+    for label, n, reps in (("tiny (1 matmul, n=%d)" % n_small, n_small, 1),
+                           ("large (10 matmuls, n=%d)" % n_large, n_large, 10)):
         (x, w), _ = make_inputs(device, n)(0)
         fn = workload(device, n, reps)
         for _ in range(5):

@@ -92,7 +92,8 @@ def main() -> int:
     from grader.pipeline.engine import build_cases, grade
     exercise = "attention.causal_mask"
     spec = catalog()[exercise]
-    source = importlib.util.spec_from_file_location("solution_attention", os.path.join(ROOT, "solutions", "attention.py"))
+    source = importlib.util.spec_from_file_location("solution_attention",
+                                                    os.path.join(ROOT, "solutions", "attention.py"))
     module = importlib.util.module_from_spec(source)
     source.loader.exec_module(module)
     cases = build_cases(spec, None)

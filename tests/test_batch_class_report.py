@@ -11,7 +11,8 @@ MASK, SDPA = "attention.causal_mask", "attention.scaled_dot_product_attention"
 
 def row(student, mask=Status.PASSED, sdpa=Status.PASSED, mask_diag="", sdpa_diag="", ratio=None, state="graded"):
     def ex(i, status, diag, max_points):
-        perf = (PerfResult("large", Status.PASSED if (ratio or 0) < 3 else Status.FAILED, ratio=ratio, threshold=3.0),) \
+        perf = (PerfResult("large", Status.PASSED if (ratio or 0) < 3 else Status.FAILED, ratio=ratio,
+                           threshold=3.0),) \
             if ratio is not None and i == SDPA else ()
         points = max_points if status is Status.PASSED else 0.0
         return ExerciseResult(i, status, points, max_points, (CaseResult("c", status, diagnosis=diag),),

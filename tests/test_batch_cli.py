@@ -59,7 +59,8 @@ def csv_rows(out):
 def test_mixed_class_with_hostile_submissions_gets_a_row_per_student(tmp_path, env):
     students = {f"ok{i}": "correct" for i in range(8)}
     students.update({"bug_mask": {"causal_mask": "inverted"}, "bug_scale": {"scaled_dot_product_attention": "no_scale"},
-                     "bug_heads": {"multi_head_attention": "no_transpose"}, "bug_pe": {"positional_encoding": "swapped"},
+                     "bug_heads": {"multi_head_attention": "no_transpose"},
+                     "bug_pe": {"positional_encoding": "swapped"},
                      "bug_two": {"causal_mask": "transposed", "positional_encoding": "start_at_one"},
                      "zipped": "zip:correct", "empty": "empty", "broken_zip": "corrupt.zip",
                      "syntax": "syntax_error", "reader": "reads_solutions", "writer": "writes_outside"})
@@ -158,10 +159,12 @@ def test_rerun_skips_unchanged_regrades_changed_and_force_regrades_all(tmp_path,
     (subs / "bob" / "attention.py").write_text((subs / "alice" / "attention.py").read_text())
     assert graded(run_batch(subs, out, "attention.causal_mask", env=env)) == {"bob"}
     assert rows(out)["bob"][1] == 1
-    assert graded(run_batch(subs, out, "attention.causal_mask", env=env, extra=("--force",))) == {"alice", "bob", "carol"}
+    assert graded(run_batch(subs, out, "attention.causal_mask", env=env, extra=("--force",))) == \
+        {"alice", "bob", "carol"}
     assert graded(run_batch(subs, out, "attention.causal_mask", env=env, extra=("--timeout", "7"))) == {
         "alice", "bob", "carol"}, "other settings must regrade"
-    assert dict(query(out, "SELECT student, COUNT(*) FROM events GROUP BY student")) == {"alice": 3, "bob": 4, "carol": 3}
+    assert dict(query(out, "SELECT student, COUNT(*) FROM events GROUP BY student")) == \
+        {"alice": 3, "bob": 4, "carol": 3}
 
 
 def test_class_report_numbers_match_the_gradebook(tmp_path, env):
@@ -176,7 +179,8 @@ def test_class_report_numbers_match_the_gradebook(tmp_path, env):
     assert proc.returncode == 0, proc.stderr[-3000:]
     html = (out / "class_report.html").read_text()
 
-    rate_rows = re.findall(r'data-exercise="([^"]+)" data-passed="(\d+)" data-students="(\d+)" data-pass-rate="([\d.]+)"', html)
+    rate_rows = re.findall(r'data-exercise="([^"]+)" data-passed="(\d+)" data-students="(\d+)" '
+                           r'data-pass-rate="([\d.]+)"', html)
     expected = {ex: (passed, total) for ex, passed, total in query(
         out, "SELECT exercise, SUM(status = 'passed'), COUNT(*) FROM exercises GROUP BY exercise")}
     assert {ex: (int(p), int(n)) for ex, p, n, _ in rate_rows} == expected

@@ -25,7 +25,8 @@ def test_record_and_read_back(tmp_path):
     assert row.result == r
     db = sqlite3.connect(str(tmp_path / "g.sqlite"))
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert db.execute("SELECT fingerprint, cases_passed, cases_total FROM exercises").fetchall() == [("mask inverted", 1, 2)]
+    assert db.execute("SELECT fingerprint, cases_passed, cases_total FROM exercises").fetchall() == \
+        [("mask inverted", 1, 2)]
     assert db.execute("SELECT ratio, threshold FROM performance").fetchall() == [(1.7, 3.0)]
     assert book.current() == {"alice": ("h1", "s1", "graded")}
 

@@ -27,6 +27,7 @@ def test_bar_with_rate_and_eta_on_a_terminal():
     p.update("bob", 3, 9, "graded", failed=True, crashed=True)
     text = out.getvalue()
     last = text.split("\r\033[K")[-1]
-    assert re.match(r"\[#{14}\.{14}\] 2/4 · [\d.]+/min · ETA \S+ · 1 not full marks · 1 crashed, timed out or unreadable", last)
+    assert re.match(r"\[#{14}\.{14}\] 2/4 · [\d.]+/min · ETA \S+ · 1 not full marks · "
+                    r"1 crashed, timed out or unreadable", last)
     p.finish()
     assert out.getvalue().endswith("\n") and "graded 2 in" in out.getvalue()

@@ -20,7 +20,8 @@ from test_pytest_plugin import course_copy, solution
 
 NAMES = ["attention.causal_mask", "attention.positional_encoding"]
 LEAKY_PE = solution("positional_encoding").replace(
-    '    """The sinusoidal', '    import os\n    print("seed=" + str(os.environ.get("GRADER_SECRET_SEED")))\n    """The sinusoidal', 1)
+    '    """The sinusoidal',
+    '    import os\n    print("seed=" + str(os.environ.get("GRADER_SECRET_SEED")))\n    """The sinusoidal', 1)
 
 
 def grader(*args, cwd, env=None):
@@ -89,8 +90,7 @@ def test_score_threshold_policy(student):
 def test_a_tampered_configuration_or_grader_is_refused(student):
     pinned = sha256(student / "autograde.toml")
     toml = student / "autograde.toml"
-    toml.write_text(toml.read_text().replace('[exercises."attention.causal_mask"]\npoints = 1',
-                                             '[exercises."attention.causal_mask"]\npoints = 100'))
+    toml.write_text(toml.read_text() + '\n[exercises."attention.causal_mask"]\npoints = 100\n')
     p = grader("ci", *NAMES, "--expect-config-sha256", pinned, cwd=student)
     assert p.returncode == 2, p.stdout + p.stderr
     assert "autograde.toml has been modified" in p.stderr and "grading refused" in p.stderr

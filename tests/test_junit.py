@@ -78,7 +78,8 @@ def test_grader_check_format_junit_end_to_end(tmp_path):
                               mistake_source("attention", "causal_mask__inverted"))
     (sub / "attention.py").write_text(source)
     out = tmp_path / "report.xml"
-    p = subprocess.run([sys.executable, "-m", "grader", "check", "attention.causal_mask", "attention.positional_encoding",
+    p = subprocess.run([sys.executable, "-m", "grader", "check", "attention.causal_mask",
+                        "attention.positional_encoding",
                         "--submission", str(sub), "--format", "junit", "--output", str(out)],
                        cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert p.returncode == 1, p.stderr

@@ -67,7 +67,8 @@ def test_results_agree_with_the_sandboxed_engine(config, grade_dir, make_submiss
     sandboxed = grade_dir(make_submission({"attention.positional_encoding": buggy}), "attention.positional_encoding")
     here = check("attention.positional_encoding", _define(buggy, "positional_encoding"), config=config)
     engine = sandboxed.exercises[0]
-    assert (here.points, here.exercise.status, here.exercise.diagnosis) == (engine.points, engine.status, engine.diagnosis)
+    assert (here.points, here.exercise.status, here.exercise.diagnosis) == \
+        (engine.points, engine.status, engine.diagnosis)
     assert [c.status for c in here.exercise.cases] == [c.status for c in engine.cases]
 
 
@@ -92,8 +93,10 @@ def test_forbidden_apis_are_caught_and_the_tripwires_removed(config):
 
 
 def test_dependencies_use_the_trusted_substitute_then_come_back(config):
-    """MHA is graded with the grader's SDPA in place of a buggy one, as in the sandbox; then the notebook's is restored."""
-    buggy_sdpa = _define(mistake_source("attention", "scaled_dot_product_attention__no_scale"), "scaled_dot_product_attention")
+    """MHA is graded with the grader's SDPA in place of a buggy one, as in the sandbox; then the notebook's
+    is restored."""
+    buggy_sdpa = _define(mistake_source("attention", "scaled_dot_product_attention__no_scale"),
+                         "scaled_dot_product_attention")
     mha, namespace = _solution("multi_head_attention")
     namespace["scaled_dot_product_attention"] = buggy_sdpa
     result = check("attention.multi_head_attention", mha, config=config)
@@ -142,7 +145,8 @@ def test_the_function_may_have_another_name_and_helpers_are_checked_too(config):
     assert check("attention.causal_mask", mine, config=config).passed
     notebook: dict = {}                                          # two cells, one namespace
     _define("def _attend(Q, K, V, mask):\n"
-            "    return torch.nn.functional.scaled_dot_product_attention(Q, K, V, attn_mask=mask)\n", "_attend", notebook)
+            "    return torch.nn.functional.scaled_dot_product_attention(Q, K, V, attn_mask=mask)\n",
+            "_attend", notebook)
     outer = _define("def sdpa(Q, K, V, mask=None):\n    return _attend(Q, K, V, mask), None\n", "sdpa", notebook)
     result = check("attention.scaled_dot_product_attention", outer, config=config)
     assert result.exercise.message.startswith("uses a forbidden API: torch.nn.functional.scaled_dot_product_attention")

@@ -55,7 +55,8 @@ def _env(tmp: Path) -> dict[str, str]:
 
 def _run(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
     proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, f"{' '.join(args)} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+    assert proc.returncode == 0, \
+        f"{' '.join(args)} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
     return proc
 
 
@@ -153,7 +154,8 @@ def test_every_module_makes_a_valid_nbgrader_notebook(tmp_path, config):
         nbformat.validate(nb)                                    # cell ids: nbformat 4.5's pattern and length
         MetadataValidator().validate_nb(nb)
         module = Path(path).stem
-        graded = sorted(exercise_of_grade_id(c.metadata.nbgrader.grade_id) for c in nb.cells if c.metadata.nbgrader["grade"])
+        graded = sorted(exercise_of_grade_id(c.metadata.nbgrader.grade_id) for c in nb.cells
+                        if c.metadata.nbgrader["grade"])
         assert graded == sorted(i for i, s in catalog().items() if s.module == module), module
 
 
@@ -247,7 +249,8 @@ def test_write_scores_says_what_is_missing(course, grade_dir, tmp_path, make_sub
         write_scores(str(tmp_path / "missing.db"), ASSIGNMENT, {})
     with pytest.raises(GradebookError, match="no assignment 'ps2'; did you forget to run"):
         write_scores(str(db), "ps2", {})
-    five = dataclasses.replace(config, exercises={**config.exercises, "attention.causal_mask": ExerciseConfig(points=5)})
+    five = dataclasses.replace(config,
+                               exercises={**config.exercises, "attention.causal_mask": ExerciseConfig(points=5)})
     result = grade_dir(make_submission(), "attention.causal_mask", "activations.sigmoid", cfg=five)
     report = write_scores(str(db), ASSIGNMENT, {"erin": result})
     assert report.written == {"erin": 1} and report.not_in_assignment == {"erin": ["activations.sigmoid"]}

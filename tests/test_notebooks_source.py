@@ -66,8 +66,10 @@ def test_cell_magic_with_a_non_python_body_is_commented_whole():
 
 def test_the_notebook_grades_like_a_module(grade_dir):
     result = grade_dir(NB / "magics" / "attention.ipynb", "attention")
-    assert statuses(result) == {e: "passed" for e in ("attention.causal_mask", "attention.scaled_dot_product_attention",
-                                                      "attention.multi_head_attention", "attention.positional_encoding")}
+    assert statuses(result) == {e: "passed" for e in ("attention.causal_mask",
+                                                      "attention.scaled_dot_product_attention",
+                                                      "attention.multi_head_attention",
+                                                      "attention.positional_encoding")}
     assert result.score == result.max_score
     assert all(e.source_file.endswith("magics/attention.ipynb") for e in result.exercises)
 
@@ -118,7 +120,7 @@ def test_nbformat3_notebooks_are_read(tmp_path):
 def test_grader_check_on_a_corrupt_notebook_says_why():
     """End to end: the real command on a broken notebook."""
     proc = subprocess.run([sys.executable, "-m", "grader", "check", "attention", "--color", "never",
-                           "--submission", str(NB / "corrupt" / "attention.ipynb")], capture_output=True, text=True, cwd=ROOT,
-                          timeout=120)
+                           "--submission", str(NB / "corrupt" / "attention.ipynb")], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
     assert proc.returncode != 0
     assert "its JSON is broken at line" in proc.stdout + proc.stderr

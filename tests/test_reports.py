@@ -71,7 +71,8 @@ def test_gradescope_entries_split_hidden_points_and_follow_visibility():
                      "attention.causal_mask"]
     public, hidden, mask = data["tests"]
     assert public["score"] == pytest.approx(1.0) and public["max_score"] == pytest.approx(2.0)
-    assert hidden["score"] == 0 and hidden["max_score"] == pytest.approx(1.0) and hidden["visibility"] == "after_due_date"
+    assert hidden["score"] == 0 and hidden["max_score"] == pytest.approx(1.0) \
+        and hidden["visibility"] == "after_due_date"
     assert data["score"] == pytest.approx(2.0) and data["max_score"] == pytest.approx(4.0)
     assert "Q: (4, 8)" not in hidden["output"] and "hidden 1" in hidden["output"]
     for t in data["tests"]:
