@@ -22,10 +22,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from conftest import _rounds, mistake_source, replace_function  # noqa: E402
 
-from grader.catalog import select  # noqa: E402
-from grader.config import load_config  # noqa: E402
-from grader.engine import grade, limits_from  # noqa: E402
-from grader.sandbox.runner import Sandbox  # noqa: E402
+from grader import api  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"
 SOLUTIONS = ROOT / "solutions"
@@ -48,11 +45,11 @@ def variants() -> list[tuple[str, str]]:
 
 
 def main() -> None:
-    config = load_config(str(ROOT / "autograde.toml"), env={})
+    config = api.load(str(ROOT / "autograde.toml"), env={})
     out: dict[str, dict] = {}
-    with Sandbox(limits_from(config)) as sandbox:
+    with api.sandbox(config) as sandbox:
         def run(path, names):
-            return grade(str(path), select(list(names)), config, sandbox=sandbox)
+            return api.grade(path, names, config, sandbox=sandbox)
         out["solutions"] = record(run(SOLUTIONS, []))
         for folder in sorted((FIXTURES / "submissions").iterdir()):
             modules = sorted({p.stem for p in folder.glob("*.py")} | {p.stem for p in folder.glob("*.ipynb")})
