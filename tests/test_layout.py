@@ -4,6 +4,8 @@ The import graph is read from the source (ast), not by importing: an edge A -> B
 imports B when A itself is imported (module level, class bodies, module-level if/try; not inside
 functions, and not under `if TYPE_CHECKING:`). A cycle there makes the import order matter and
 breaks the first engineer who moves an import; a lazy import inside a function is not an edge.
+Nor is an import by name through importlib (grader.cli's command discovery, grader.reports.FORMATS,
+grader.config.EXTRA_SECTIONS): those run on use, after every module involved has loaded.
 """
 from __future__ import annotations
 
