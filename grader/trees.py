@@ -1,19 +1,32 @@
-"""Small helpers shared by the engine's stages."""
+"""Nested structures of tensors (tuples, lists, dicts of tensors and plain values): one map,
+one clone and one flatten for the whole grader, parent and child alike."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
 
-def clone(x: Any) -> Any:
-    """A deep copy of the tensors in a structure, so trusted code cannot alter a case's inputs."""
+def tree_map(fn: Callable[[torch.Tensor], Any], x: Any) -> Any:
+    """`x` with `fn` applied to every tensor in it; tuples, lists and dicts rebuilt, anything else kept."""
     if isinstance(x, torch.Tensor):
-        return x.clone()
-    if isinstance(x, list):
-        return [clone(v) for v in x]
+        return fn(x)
     if isinstance(x, tuple):
-        return tuple(clone(v) for v in x)
+        return tuple(tree_map(fn, v) for v in x)
+    if isinstance(x, list):
+        return [tree_map(fn, v) for v in x]
     if isinstance(x, dict):
-        return {k: clone(v) for k, v in x.items()}
+        return {k: tree_map(fn, v) for k, v in x.items()}
     return x
+
+
+def clone(x: Any) -> Any:
+    """A deep copy of the tensors in a structure (detached), so no code can alter the original's."""
+    return tree_map(lambda t: t.detach().clone(), x)
+
+
+def leaves(x: Any) -> list[torch.Tensor]:
+    """The tensors of a structure, in order (dict values in insertion order)."""
+    out: list[torch.Tensor] = []
+    tree_map(out.append, x)
+    return out

@@ -15,6 +15,7 @@ from typing import Any, Callable
 import torch
 
 from grader import threads
+from grader.trees import clone, tree_map
 
 # The clocks as they were when this module was imported (in the child: before the student's
 # module), so a replacement made by the student's code is seen, reported and undone.
@@ -25,23 +26,7 @@ _THREAD_TIME = CLOCKS["thread_time"]
 
 
 def to_device(x: Any, device: str) -> Any:
-    if isinstance(x, torch.Tensor):
-        return x.to(device)
-    if isinstance(x, (list, tuple)):
-        return type(x)(to_device(v, device) for v in x)
-    if isinstance(x, dict):
-        return {k: to_device(v, device) for k, v in x.items()}
-    return x
-
-
-def clone(x: Any) -> Any:
-    if isinstance(x, torch.Tensor):
-        return x.detach().clone()
-    if isinstance(x, (list, tuple)):
-        return type(x)(clone(v) for v in x)
-    if isinstance(x, dict):
-        return {k: clone(v) for k, v in x.items()}
-    return x
+    return tree_map(lambda t: t.to(device), x)
 
 
 def changed(original: Any, given: Any) -> bool:
