@@ -19,10 +19,10 @@ import torch
 
 from conftest import FIXTURES, ROOT, SOLUTIONS, mistake_source, replace_function
 from grader.catalog import select
-from grader.catalog._part3_torch import one_thread
-from grader.catalog.moe import _moe, moe_cases, ref_moe_forward
+from grader.catalog.chapters.moe import _moe, moe_cases, ref_moe_forward
 from grader.pipeline.engine import grade
 from grader.results import Status
+from grader.threads import pinned
 
 SPEC = select(["moe.moe_forward"])[0]
 MISTAKES = [("softmax_all", "softmax over all experts"), ("dense", "every expert used (top-k ignored)"),
@@ -95,7 +95,7 @@ def test_independent_solutions_score_full_marks(graded, style):
 def test_cases_route_unambiguously_for_hidden_seeds(seed):
     """For any seed (the secret one too) a float32 mixture routes like the float64 reference,
     and the reference is the top-k mixture written another way."""
-    with one_thread():
+    with pinned(1):
         for case in moe_cases(torch.Generator().manual_seed(seed)):
             X, router_W, experts, k = case.args
             expected = ref_moe_forward(*case.args)

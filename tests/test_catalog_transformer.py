@@ -24,11 +24,13 @@ import pytest
 import torch
 
 from conftest import FIXTURES, ROOT, SOLUTIONS, mistake_source, replace_function
-from grader.catalog import _part3_capstone as capstone
-from grader.catalog import _part3_math as M
-from grader.catalog import _part3_torch as T
-from grader.catalog import select
-from grader.catalog._part3_decode import greedy_case, greedy_cases, ref_greedy_decode
+from grader.catalog import inputs, select
+from grader.catalog.chapters.transformer.decode import greedy_case, greedy_cases, ref_greedy_decode
+from grader.catalog.references import equations as M
+from grader.catalog.references import torch_modules as T
+from grader.sandbox.trusted import capstone_training as capstone
+from grader.sandbox.trusted.transformer_forward import transformer_forward
+from grader.threads import pinned
 from grader.pipeline.engine import grade
 from grader.results import Status
 
@@ -239,7 +241,7 @@ def test_aten_patterns_do_not_match_legitimate_operators():
 
     cfg = {**capstone.task(0), "steps": 2, "eval_size": 4}
     with Record():
-        capstone.train(M.transformer_forward_substitute, cfg)                  # forward, backward, Adam
+        capstone.train(transformer_forward, cfg)                  # forward, backward, Adam
         X = torch.randn(2, 3, 8)
         torch.var_mean(X, dim=-1, unbiased=False), X.std(-1), torch.nn.functional.normalize(X, dim=-1)
     patterns = [p for s in SPECS.values() for rule in s.forbidden for p in rule.aten]
@@ -252,13 +254,13 @@ def test_course_equations_agree_with_pytorch_modules():
     """The known mistakes and localisers use the course's equations; unchanged, they are the references."""
     gen = torch.Generator().manual_seed(7)
     F64 = torch.float64
-    X, mem = T.randn(gen, 2, 5, 16, dtype=F64), T.randn(gen, 2, 3, 16, dtype=F64)
-    enc, dec = T.layer_params(gen, 16, 32, dtype=F64), T.layer_params(gen, 16, 32, True, F64)
+    X, mem = inputs.randn(gen, 2, 5, 16, dtype=F64), inputs.randn(gen, 2, 3, 16, dtype=F64)
+    enc, dec = inputs.layer_params(gen, 16, 32, dtype=F64), inputs.layer_params(gen, 16, 32, True, F64)
     mask = torch.rand(2, 5, 5, generator=gen) < 0.6
     mask[..., 0] = True
     assert torch.allclose(M.encoder_layer(X, enc, 4, mask), T.ref_encoder_layer(X, enc, 4, mask), atol=1e-12)
     assert torch.allclose(M.decoder_layer(X, mem, dec, 2), T.ref_decoder_layer(X, mem, dec, 2), atol=1e-12)
-    p = T.model_params(gen, 9, 7, 16, 32, 2, 2, F64)
+    p = inputs.model_params(gen, 9, 7, 16, 32, 2, 2, F64)
     src, tgt = torch.randint(0, 9, (2, 6), generator=gen), torch.randint(0, 7, (2, 4), generator=gen)
     assert torch.allclose(M.transformer_forward(src, tgt, p, 4), T.ref_transformer_forward(src, tgt, p, 4), atol=1e-12)
 
@@ -268,7 +270,7 @@ def test_greedy_cases_are_tie_free_for_hidden_seeds(seed):
     """Any seed (the secret one too) gives cases where a float32 decoder agrees with the float64
     reference token for token, and whose eos patterns are the ones their names promise."""
     outs = []
-    with T.one_thread():
+    with pinned(1):
         for case in greedy_cases(torch.Generator().manual_seed(seed)):
             src, p, h, bos, eos, max_len = case.args
             expected = ref_greedy_decode(*case.args)
@@ -285,7 +287,7 @@ def test_greedy_cases_are_tie_free_for_hidden_seeds(seed):
 def test_greedy_case_never_raises_when_its_pattern_is_impossible():
     """Hidden cases come from any seed: a case that cannot get its eos pattern still comes out,
     tie-free, with an eos_id the model never writes (here "all stop early" cannot fit in max_len=3)."""
-    with T.one_thread():
+    with pinned(1):
         case = greedy_case(torch.Generator().manual_seed(0), "impossible", B=2, S=3, V=6, d=8, h=2, layers=1,
                            max_len=3, want="all")
         tokens = ref_greedy_decode(*case.args)

@@ -22,8 +22,8 @@ import torch
 
 from conftest import FIXTURES, ROOT, SOLUTIONS, grade_variants
 from grader.catalog import catalog
-from grader.catalog import _part1_glorot as glorot
-from grader.catalog import neurons as neurons_spec
+from grader.catalog.chapters import neurons as neurons_spec
+from grader.catalog.judges import glorot
 from grader.catalog.spec import Case
 from grader.stubs import stale
 
@@ -346,7 +346,7 @@ def test_perceptron_fit_reaches_100_percent_on_separable_data_and_not_on_xor():
         X, Y = case.args[:2]
         W, b = spec.reference(*case.args)
         acc = neurons_spec.accuracy(X, Y, W, b)
-        verdict = spec.judge(case, (W, b), (W, b))
+        verdict = spec.judge(case, (W, b), (W, b), spec.tol)
         assert verdict.ok, (case.name, verdict.message)
         if case.note.startswith("separable"):
             assert acc == 1.0, case.name
@@ -355,7 +355,7 @@ def test_perceptron_fit_reaches_100_percent_on_separable_data_and_not_on_xor():
     # weights that agree with the rule but are then perturbed fail the step-for-step comparison
     case = spec.cases(torch.Generator().manual_seed(7))[0]
     W, b = spec.reference(*case.args)
-    assert not spec.judge(case, (W + 0.5, b), (W, b)).ok
+    assert not spec.judge(case, (W + 0.5, b), (W, b), spec.tol).ok
 
 
 def _glorot_value(fan_in, fan_out, seeds, draw):
@@ -381,7 +381,7 @@ def test_glorot_test_accepts_correct_draws_and_rejects_wrong_bounds():
         seeds = list(range(1000 * k, 1000 * k + (4 if k % 2 else 2000)))
         case = Case("correct", (fan_in, fan_out), {"generator": seeds})
         value = _glorot_value(fan_in, fan_out, seeds, _uniform)
-        verdict = spec.judge(case, value, spec.reference(fan_in, fan_out, [0]))
+        verdict = spec.judge(case, value, spec.reference(fan_in, fan_out, [0]), spec.tol)
         assert verdict.ok, verdict.message
     wrong = {
         "fan_in only": lambda i, o, g: _uniform(i, o, g, math.sqrt(6 / i)),
@@ -395,12 +395,12 @@ def test_glorot_test_accepts_correct_draws_and_rejects_wrong_bounds():
         case = Case("wrong", (fan_in, fan_out), {"generator": seeds})
         ref = spec.reference(fan_in, fan_out, [0])
         for name, draw in wrong.items():
-            verdict = spec.judge(case, _glorot_value(fan_in, fan_out, seeds, draw), ref)
+            verdict = spec.judge(case, _glorot_value(fan_in, fan_out, seeds, draw), ref, spec.tol)
             assert not verdict.ok, (name, fan_in, fan_out)
     # the message names the likely bound
     case = spec.cases(torch.Generator().manual_seed(0))[0]
     value = _glorot_value(256, 128, case.kwargs["generator"], wrong["fan_in only"])
-    assert "sqrt(6 / fan_in)" in spec.judge(case, value, spec.reference(256, 128, [0])).message
+    assert "sqrt(6 / fan_in)" in spec.judge(case, value, spec.reference(256, 128, [0]), spec.tol).message
 
 
 # ----------------------------------------------------------------------------- independent solutions

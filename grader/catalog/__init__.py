@@ -1,30 +1,39 @@
 """The catalog: every exercise spec of the course, in curriculum order.
 
-Each chapter is a module here (`grader/catalog/attention.py`, ...) exposing `SPECS`, a tuple
-of ExerciseSpec. Adding a chapter is adding its file; the order below is the course's.
+    chapters/    one module (or small package) per chapter: each exercise's cases, reference and
+                 known mistakes side by side, in `SPECS`
+    references/  what expected values are computed with: PyTorch's modules holding the student's
+                 weights, the course's equations (for mistakes and localisers), BPE, float64
+    probes/      localisers: which gate, which time step, which sub-layer went wrong
+    judges/      checks that replace the comparison: statistical, behavioural, token lists
+    spec.py      the data contract (ExerciseSpec, Case, KnownMistake, Forbidden, Verdict)
+    rules.py     every forbidden-API rule, with its rationale
+    inputs.py    seeded inputs: numbers, parameter bundles, texts
+
+All of it runs in the parent. What a sandboxed child runs (substitutes, drivers, the child side
+of probes) is grader.sandbox.trusted, which imports nothing from here. Adding a chapter is adding
+its module under chapters/ and its name to CHAPTERS.
 """
 from __future__ import annotations
 
 import importlib
-import pkgutil
 from functools import lru_cache
 
 from grader.catalog.spec import ExerciseSpec
 from grader.errors import SelectionError
 
-COURSE_ORDER = ("neurons", "activations", "losses", "mlp", "cnn", "rnn", "lstm", "gru", "tokens",
-                "attention", "transformer", "moe")
+# The chapters, in the course's order (CURRICULUM.md): grader.catalog.chapters.<name>.
+CHAPTERS = ("neurons", "activations", "losses", "mlp", "cnn", "rnn", "lstm", "gru", "tokens",
+            "attention", "transformer", "moe")
 
 
 @lru_cache(maxsize=1)
 def catalog() -> dict[str, ExerciseSpec]:
-    """Exercise id -> spec, for every chapter present, in course order."""
-    present = {m.name for m in pkgutil.iter_modules(__path__) if m.name not in ("spec",) and not m.name.startswith("_")}
-    order = [m for m in COURSE_ORDER if m in present] + sorted(present - set(COURSE_ORDER))
+    """Exercise id -> spec, for every chapter, in course order."""
     specs: dict[str, ExerciseSpec] = {}
-    for name in order:
-        module = importlib.import_module(f"grader.catalog.{name}")
-        for spec in getattr(module, "SPECS", ()):
+    for name in CHAPTERS:
+        module = importlib.import_module(f"grader.catalog.chapters.{name}")
+        for spec in module.SPECS:
             if spec.id in specs:
                 raise RuntimeError(f"exercise {spec.id} is defined twice in the catalog")
             specs[spec.id] = spec

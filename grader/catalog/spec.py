@@ -3,15 +3,19 @@
 A spec is data plus a few trusted functions that run in the grading (parent) process:
 how to make the inputs of each case, the PyTorch reference, how to compare, the known
 mistakes, the forbidden APIs, and which other exercises it depends on. Nothing here runs
-student code; the engine does that through the sandbox.
+student code; the engine does that through the sandbox. Points live here, in the spec
+(`points`); autograde.toml may override them per exercise.
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
+from grader import threads
 from grader.results import Comparison
 
 
@@ -91,20 +95,21 @@ class ExerciseSpec:
     tolerance: Mapping[torch.dtype, tuple[float, float]] = field(default_factory=dict)  # dtype -> (atol, rtol)
     mistakes: tuple[KnownMistake, ...] = ()
     forbidden: tuple[Forbidden, ...] = ()
-    # student function name -> "package.module:function" of a trusted substitute, used while
-    # grading this exercise so that a bug in a dependency is charged once (e.g. MHA uses SDPA).
+    # student function name -> "grader.sandbox.trusted.<module>:<function>", a trusted substitute used
+    # while grading this exercise so that a bug in a dependency is charged once (e.g. MHA uses SDPA).
     depends: Mapping[str, str] = field(default_factory=dict)
-    # Optional trusted function run inside the sandbox instead of a plain call:
+    # Optional trusted function run inside the sandbox instead of a plain call, in grader.sandbox.trusted:
     # driver(student_module, function_name, *args, **kwargs) -> output. "module:function".
     driver: str | None = None
-    # Optional behavioural judge, replacing the comparison: judge(case, student_output, reference_output) -> Verdict
-    judge: Callable[[Case, Any, Any], Verdict] | None = None
+    # Optional behavioural judge, replacing the comparison: judge(case, student_output, reference_output, tol)
+    # -> Verdict, where tol(dtype) -> (atol, rtol) is the case's tolerance with every override applied
+    # (the case's own, autograde.toml's): a judge that compares tensors compares with it.
+    judge: Callable[[Case, Any, Any, Callable], Verdict] | None = None
     # Optional localiser run after a failed case: localise(case, student_output, probe) -> message
     localise: Callable[[Case, Any, Probe], str] | None = None
     heatmaps: tuple[str, ...] = ()                 # output names shown as heatmaps when they differ
     exact: bool = False                            # integers, bools, bytes: compared exactly
     call_timeout: float | None = None              # seconds per call, overrides the config default
-    performance: tuple[Any, ...] = ()              # performance specs (grader.timing)
 
     @property
     def module(self) -> str:
@@ -132,15 +137,32 @@ DEFAULT_TOLERANCE: dict[torch.dtype, tuple[float, float]] = {
 }
 
 
-def randn(gen: torch.Generator, *shape: int, dtype: torch.dtype = torch.float32, scale: float = 1.0) -> torch.Tensor:
-    """Seeded standard-normal inputs, drawn in float64 so float32 and float64 cases agree."""
-    return (torch.randn(*shape, generator=gen, dtype=torch.float64) * scale).to(dtype)
+def on_one_thread(spec: ExerciseSpec) -> ExerciseSpec:
+    """The spec with its parent-side callables (cases, reference, mistakes, localise, judge) run on
+    one intra-op thread (grader.threads says why: tiny tensors, busy cores)."""
+    def pinned(fn):
+        if fn is None:
+            return None
+
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            with threads.pinned(1):
+                return fn(*args, **kwargs)
+        return run
+    return dataclasses.replace(
+        spec, cases=pinned(spec.cases), reference=pinned(spec.reference), localise=pinned(spec.localise),
+        judge=pinned(spec.judge), mistakes=tuple(dataclasses.replace(m, fn=pinned(m.fn)) for m in spec.mistakes))
 
 
-def uniform(gen: torch.Generator, *shape: int, low: float = -1.0, high: float = 1.0,
-            dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    return (torch.rand(*shape, generator=gen, dtype=torch.float64) * (high - low) + low).to(dtype)
+# The module of grader.sandbox.trusted holding each curriculum function's substitute, where it is
+# not named after the function.
+_SUBSTITUTE_MODULE = {"heaviside": "steps", "sign": "steps", "sigmoid": "activations", "tanh": "activations",
+                      "elu": "activations", "softmax": "activations", "linear_forward": "linear",
+                      "linear_backward": "linear", "conv2d": "conv", "scaled_dot_product_attention": "sdpa",
+                      "multi_head_attention": "mha"}
 
 
-def randint(gen: torch.Generator, low: int, high: int, *shape: int) -> torch.Tensor:
-    return torch.randint(low, high, shape, generator=gen, dtype=torch.int64)
+def substitutes(*names: str) -> dict[str, str]:
+    """`depends` for an exercise whose function calls these curriculum functions: each name's
+    trusted substitute, "grader.sandbox.trusted.<module>:<name>"."""
+    return {n: f"grader.sandbox.trusted.{_SUBSTITUTE_MODULE.get(n, n)}:{n}" for n in names}

@@ -1,0 +1,50 @@
+"""The capstone's judge, the parent side of one case of transformer.transformer_forward: the
+student's transformer_forward, trained briefly in the sandbox (grader.sandbox.trusted.
+capstone_training), must have learnt to reverse short sequences.
+
+Teacher-forced token accuracy on a held-out set the parent makes itself: src = random symbols,
+target = the same symbols reversed, then <eos>. A correct model reaches 98-100% in 150 steps
+(about 1 s on one CPU thread, 2-3 s under the sandbox's operator watch); without positional
+information it stays near 50%. The report also says how PyTorch's nn.Transformer does with the
+same trained weights.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from grader.catalog.references.torch_modules import reference_logits
+from grader.catalog.spec import Verdict
+from grader.sandbox.trusted.capstone_training import FIRST_SYMBOL, eval_set
+
+
+def reference(cfg: dict) -> dict[str, Any]:
+    """What the parent holds for the capstone case: the held-out set and the bar."""
+    return {**eval_set(cfg), "threshold": cfg["threshold"]}
+
+
+def _accuracy(logits: torch.Tensor, targets: torch.Tensor) -> float:
+    return float((logits.argmax(-1) == targets).double().mean())
+
+
+def verdict(cfg: dict, value: Any, ref: dict) -> Verdict:
+    """The student's held-out predictions against the parent's own targets."""
+    shape = (*ref["tgt_out"].shape, FIRST_SYMBOL + cfg["symbols"])
+    if not isinstance(value, dict) or not isinstance(value.get("logits"), torch.Tensor) \
+            or tuple(value["logits"].shape) != shape:
+        return Verdict(False, "the capstone run returned no usable held-out logits")
+    acc = _accuracy(value["logits"], ref["tgt_out"])
+    losses = value.get("losses") or [float("nan")]
+    curve = f"loss {losses[0]:.3g} -> {losses[-1]:.3g}"
+    try:
+        theirs = _accuracy(reference_logits(value["params"], cfg["heads"])(ref["src"], ref["tgt_in"]), ref["tgt_out"])
+        also = f"; nn.Transformer with your trained weights scores {theirs:.1%}"
+    except Exception:
+        also = ""
+    what = (f"after {cfg['steps']} Adam steps on reversing {cfg['length']} symbols ({curve}), your "
+            f"transformer_forward predicts {acc:.1%} of {ref['tgt_out'].numel()} held-out target tokens{also}")
+    if acc >= ref["threshold"]:
+        return Verdict(True, what)
+    return Verdict(False, f"{what}; it should reach {ref['threshold']:.0%}. A model that cannot tell positions "
+                          "apart (no positional encoding) stays near 50% on this task")

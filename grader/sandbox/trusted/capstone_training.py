@@ -1,0 +1,86 @@
+"""Driver of transformer_forward: the capstone case trains the student's transformer_forward
+here, in the child; every other case is a traced call (grader.sandbox.trusted.tracing).
+
+The capstone: a small model, built from a fixed seed, is trained with Adam for a few hundred
+steps, with autograd through the student's transformer_forward (the grader's layers stand in
+for the student's, as in every case of this exercise), to reverse short sequences; the driver
+returns the trained weights, the loss curve and the student's logits on a held-out set, which
+the parent scores against targets it makes itself (grader.catalog.judges.capstone).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from grader.sandbox.trusted.params import model_params
+from grader.sandbox.trusted.tracing import traced_call
+from grader.trees import clone, leaves
+
+BOS, EOS, FIRST_SYMBOL = 0, 1, 2
+
+# The task and the training recipe; `seed` is drawn per case list (public or hidden).
+TASK = {"task": "reverse", "length": 8, "symbols": 10, "d_model": 32, "heads": 4, "d_ff": 64,
+        "layers": 1, "steps": 150, "batch": 32, "lr": 3e-3, "eval_size": 256, "threshold": 0.9}
+
+
+def task(seed: int) -> dict[str, Any]:
+    return {**TASK, "seed": int(seed)}
+
+
+def _batch(gen: torch.Generator, cfg: dict, size: int):
+    """(src, tgt_in, tgt_out): src (B, L) symbols; tgt_in = <bos> + reversed; tgt_out = reversed + <eos>."""
+    vocab = FIRST_SYMBOL + cfg["symbols"]
+    src = torch.randint(FIRST_SYMBOL, vocab, (size, cfg["length"]), generator=gen)
+    answer = src.flip(1)
+    tgt_in = torch.cat([torch.full((size, 1), BOS), answer], dim=1)
+    tgt_out = torch.cat([answer, torch.full((size, 1), EOS)], dim=1)
+    return src, tgt_in, tgt_out
+
+
+def eval_set(cfg: dict) -> dict[str, torch.Tensor]:
+    """The held-out set, the same in the parent and the child (its own seed)."""
+    src, tgt_in, tgt_out = _batch(torch.Generator().manual_seed(cfg["seed"] + 1), cfg, cfg["eval_size"])
+    return {"src": src, "tgt_in": tgt_in, "tgt_out": tgt_out}
+
+
+class CapstoneError(Exception):
+    """The student's forward cannot be trained (wrong shape, not differentiable)."""
+
+
+def train(forward, cfg: dict) -> dict[str, Any]:
+    """Adam on the student's forward, fixed seed."""
+    gen = torch.Generator().manual_seed(cfg["seed"])
+    vocab = FIRST_SYMBOL + cfg["symbols"]
+    params = model_params(gen, vocab, vocab, cfg["d_model"], cfg["d_ff"], cfg["layers"], cfg["layers"])
+    weights = [t.requires_grad_(True) for t in leaves(params)]
+    opt = torch.optim.Adam(weights, lr=cfg["lr"])
+    losses = []
+    for _ in range(cfg["steps"]):
+        src, tgt_in, tgt_out = _batch(gen, cfg, cfg["batch"])
+        logits = forward(src, tgt_in, params, cfg["heads"])
+        if not isinstance(logits, torch.Tensor) or tuple(logits.shape) != (*tgt_in.shape, vocab):
+            raise CapstoneError(f"training: transformer_forward returned {getattr(logits, 'shape', type(logits))}, "
+                                f"expected logits of shape {(*tgt_in.shape, vocab)}")
+        loss = F.cross_entropy(logits.reshape(-1, vocab), tgt_out.reshape(-1))
+        if not loss.requires_grad:
+            raise CapstoneError("training: your logits do not depend differentiably on params (no gradient "
+                                "reaches the weights): avoid .detach(), .item(), .numpy(), torch.no_grad() "
+                                "and building new tensors from values inside transformer_forward")
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.detach()))
+    held_out = eval_set(cfg)
+    with torch.no_grad():
+        logits = forward(held_out["src"], held_out["tgt_in"], params, cfg["heads"])
+    return {"logits": logits.detach().clone(), "losses": losses[:: max(1, len(losses) // 10)] + losses[-1:],
+            "params": clone(params)}
+
+
+def driver(module, name: str, *args, **kwargs):
+    """transformer_forward's driver: the capstone case trains; every other case is a traced call."""
+    if "capstone" in kwargs:
+        return train(getattr(module, name), kwargs["capstone"])
+    return traced_call(module, name, *args, **kwargs)
