@@ -237,9 +237,11 @@ def variants_result(tmp_path_factory, grade_dir):
 
 
 # ----------------------------------------------------------------------------- the catalog itself
-def test_every_exercise_has_points_in_autograde_toml(config):
-    missing = [s.id for s in _specs() if config.exercise(s.id).points is None]
-    assert not missing, f"add [exercises.\"<id>\"] points = N to autograde.toml for {missing}"
+def test_every_exercise_has_points_in_its_spec_only(config):
+    """One source of points: the spec. The course's autograde.toml does not repeat them."""
+    assert all(s.points > 0 for s in _specs())
+    repeated = [s.id for s in _specs() if config.exercise(s.id).points is not None]
+    assert not repeated, f"points of {repeated} are set in autograde.toml too: keep them in the spec only"
 
 
 def test_every_known_mistake_has_a_fixture():
