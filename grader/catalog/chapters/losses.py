@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.catalog.inputs import randint, randn
+from grader.catalog.references.float64 import in64
 from grader.catalog.rules import AUTOGRAD, CROSS_ENTROPY, MSE
 from grader.catalog.spec import Case, ExerciseSpec, KnownMistake
 
@@ -39,10 +40,6 @@ def mse_cases(gen):
     ]
 
 
-def _d64(fn):
-    return lambda y_pred, y_true: fn(y_pred.double(), y_true.double()).to(y_pred.dtype)
-
-
 MSE_LOSS = ExerciseSpec(
     id="losses.mse_loss",
     points=1,
@@ -51,7 +48,7 @@ MSE_LOSS = ExerciseSpec(
     reference_source="torch.nn.functional.mse_loss in float64",
     outputs=("loss",),
     forbidden=(MSE,),
-    mistakes=tuple(KnownMistake(n, e, _d64(f)) for n, e, f in (
+    mistakes=tuple(KnownMistake(n, e, in64(f)) for n, e, f in (
         ("summed, not averaged", "the MSE is a mean: divide the sum of squares by the number of elements",
          lambda p, t: ((p - t) ** 2).sum()),
         ("averaged over the batch only", "average over every element (y_pred.numel()), not over the first "
@@ -71,7 +68,7 @@ MSE_LOSS_GRAD = ExerciseSpec(
     reference_source="torch.autograd through torch.nn.functional.mse_loss, in float64",
     outputs=("dy_pred",),
     forbidden=(AUTOGRAD,),
-    mistakes=tuple(KnownMistake(n, e, _d64(f)) for n, e, f in (
+    mistakes=tuple(KnownMistake(n, e, in64(f)) for n, e, f in (
         ("factor 2 missing", "d/dy (y - t)^2 = 2 (y - t): keep the 2", lambda p, t: (p - t) / p.numel()),
         ("not divided by N", "the loss is a mean, so its gradient carries the 1/N (N = y_pred.numel())",
          lambda p, t: 2 * (p - t)),

@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.catalog.inputs import randint, randn
+from grader.catalog.references.float64 import in64
 from grader.catalog.rules import AUTOGRAD, LINEAR
 from grader.catalog.spec import Case, ExerciseSpec, KnownMistake, substitutes
 
@@ -34,10 +35,6 @@ def linear_cases(gen):
     ]
 
 
-def _lin64(fn):
-    return lambda X, W, b: fn(X.double(), W.double(), b.double()).to(X.dtype)
-
-
 LINEAR_FORWARD = ExerciseSpec(
     id="mlp.linear_forward",
     points=1,
@@ -46,11 +43,11 @@ LINEAR_FORWARD = ExerciseSpec(
     reference_source="torch.nn.functional.linear(X, W.T, b) in float64",
     forbidden=(LINEAR,),
     mistakes=(
-        KnownMistake("bias missing", "add the bias: X @ W + b", _lin64(lambda X, W, b: X @ W)),
+        KnownMistake("bias missing", "add the bias: X @ W + b", in64(lambda X, W, b: X @ W)),
         KnownMistake("W transposed", "the course's W is (d_in, d_out): X @ W, not X @ W.T (that is PyTorch's "
-                     "(out, in) layout)", _lin64(lambda X, W, b: X @ W.T + b)),
+                     "(out, in) layout)", in64(lambda X, W, b: X @ W.T + b)),
         KnownMistake("activation applied", "the linear layer has no activation: return X @ W + b; the ReLU "
-                     "comes in mlp_forward", _lin64(lambda X, W, b: torch.clamp(X @ W + b, min=0))),
+                     "comes in mlp_forward", in64(lambda X, W, b: torch.clamp(X @ W + b, min=0))),
     ),
 )
 
