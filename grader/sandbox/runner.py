@@ -186,7 +186,7 @@ def _world_readable(path: str) -> bool:
 
 
 def _chown_tree(root: str, uid: int) -> None:
-    for dirpath, dirnames, filenames in os.walk(root):
+    for dirpath, _, filenames in os.walk(root):
         os.chown(dirpath, uid, uid)
         for f in filenames:
             os.chown(os.path.join(dirpath, f), uid, uid)

@@ -15,7 +15,6 @@ import functools
 import importlib
 from typing import Any
 
-import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 

@@ -60,7 +60,8 @@ def make_driver(student: Callable[[], Callable[..., Any]], request: dict[str, An
     exercise, device = request["exercise"], request.get("device", "cpu")
     if exercise not in references.REFERENCES:
         raise KeyError(f"no timing reference for {exercise}")
-    timer = timers.get_timer("cuda", flush=bool(request.get("flush", True))) if device == "cuda" else timers.get_timer("cpu")
+    flush = bool(request.get("flush", True))
+    timer = timers.get_timer("cuda", flush=flush) if device == "cuda" else timers.get_timer("cpu")
     env = measure.Environment(request.get("threads"), device)
     return Driver(student, references.REFERENCES[exercise], timer, env, device)
 

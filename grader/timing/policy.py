@@ -103,7 +103,8 @@ def judge(m: Measurement, spec: PerfSpec, setting: Setting, cfg: PerfConfig) -> 
         return result(Status.PASSED, said)
     if r.lower() <= limit:
         return result(Status.PASSED, f"{said}; above the limit, but within the measurement's noise")
-    return result(Status.FAILED, f"{said}. Slower than the limit of {limit:g}x" + (f". {spec.hint}" if spec.hint else ""))
+    hint = f". {spec.hint}" if spec.hint else ""
+    return result(Status.FAILED, f"{said}. Slower than the limit of {limit:g}x{hint}")
 
 
 def _where(m: Measurement) -> str:

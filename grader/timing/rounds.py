@@ -58,7 +58,8 @@ def run(harness, make_inputs: Callable[[int], tuple], check: Callable[[tuple, An
     per_call, problems = _warm_up(harness, warm_set, budget)
     if problems:
         return Measurement(**base, problems=tuple(problems), stopped="problem", seconds=clock() - start)
-    k = int(min(max(round_seconds / max(per_call.values()), 2), 32, max(MAX_ROUND_BYTES // max(nbytes(warm_set), 1), 1)))
+    fits = max(MAX_ROUND_BYTES // max(nbytes(warm_set), 1), 1)
+    k = int(min(max(round_seconds / max(per_call.values()), 2), 32, fits))
     per_block = {side: int(min(max(BLOCK_SECONDS / t, 1), k)) for side, t in per_call.items()}
     checker = _Checker(harness, check, rng or random.Random(int.from_bytes(os.urandom(8), "big")))
     blocks: list[Block] = []

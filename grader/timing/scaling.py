@@ -10,7 +10,7 @@ import math
 import os
 from dataclasses import dataclass
 
-from grader import threads
+from grader import threads as torch_threads
 from grader.timing import guards, policy, rounds, stats
 from grader.timing.harness import HarnessError, SandboxHarness
 from grader.timing.specs import PerfSpec
@@ -37,7 +37,7 @@ def measure(perf: PerfSpec, spec, files: dict[str, str], sandbox, config, *, dev
                                  timeout=max(config.call_timeout, 4 * budget), memory_mb=config.memory_mb)
         seed = rounds.fresh_seed()
         try:
-            with threads.pinned(1):
+            with torch_threads.pinned(1):
                 m = rounds.run(harness, rounds.seeded_inputs(perf.inputs, dims, seed), output_checker(spec, config),
                                budget=budget, target_rse=target_rse, seed=seed, sizes=dims)
         except HarnessError as e:
@@ -102,7 +102,8 @@ def plot(rows: list[Row], perf: PerfSpec, device: str, path: str) -> str:
                       label=f"limit {setting.threshold:g}x at {perf.scale}={setting.sizes.get(perf.scale)}")
         right.legend()
     right.axhline(1.0, color="#888", linewidth=0.8)
-    right.set(xscale="log", xlabel=perf.scale, ylabel="time ratio (yours / reference)", title="ratio, ±2 standard errors")
+    right.set(xscale="log", xlabel=perf.scale, ylabel="time ratio (yours / reference)",
+              title="ratio, ±2 standard errors")
     for ax in (left, right):
         ax.set_xscale("log", base=2)
         ax.set_xticks(xs, [str(x) for x in xs])
