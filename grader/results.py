@@ -156,8 +156,22 @@ class PerfResult:
     details: dict[str, Any] = field(default_factory=dict)
 
 
+class ExerciseId:
+    """`module` and `function` of a record's `id`, "<module>.<function>" (attention.causal_mask)."""
+
+    id: str
+
+    @property
+    def module(self) -> str:
+        return self.id.split(".", 1)[0]
+
+    @property
+    def function(self) -> str:
+        return self.id.split(".", 1)[1]
+
+
 @dataclass(frozen=True)
-class ExerciseResult:
+class ExerciseResult(ExerciseId):
     id: str                        # "attention.causal_mask"
     status: Status
     points: float
@@ -173,14 +187,6 @@ class ExerciseResult:
     source_line: int = 0
     seconds: float = 0.0
     performance: tuple[PerfResult, ...] = ()
-
-    @property
-    def module(self) -> str:
-        return self.id.split(".", 1)[0]
-
-    @property
-    def function(self) -> str:
-        return self.id.split(".", 1)[1]
 
     @property
     def passed(self) -> bool:

@@ -16,7 +16,7 @@ from typing import Any, Callable, Mapping, Sequence
 import torch
 
 from grader import threads
-from grader.results import Comparison
+from grader.results import Comparison, ExerciseId
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ Probe = Callable[..., Any]
 
 
 @dataclass(frozen=True)
-class ExerciseSpec:
+class ExerciseSpec(ExerciseId):
     """Everything the grader knows about one exercise `<module>.<function>`."""
 
     id: str
@@ -110,14 +110,6 @@ class ExerciseSpec:
     heatmaps: tuple[str, ...] = ()                 # output names shown as heatmaps when they differ
     exact: bool = False                            # integers, bools, bytes: compared exactly
     call_timeout: float | None = None              # seconds per call, overrides the config default
-
-    @property
-    def module(self) -> str:
-        return self.id.split(".", 1)[0]
-
-    @property
-    def function(self) -> str:
-        return self.id.split(".", 1)[1]
 
     def tol(self, dtype: torch.dtype | None, case: Case | None = None) -> tuple[float, float]:
         atol, rtol = self.tolerance.get(dtype, DEFAULT_TOLERANCE.get(dtype, (1e-5, 1e-4)))

@@ -171,14 +171,16 @@ register(PerfSpec(
     scale="H", bench=(8, 16, 32, 64),
 ))
 
+RECURRENT_HINT = ("The loop over time is expected; a loop over the batch is not: each step handles the whole "
+                  "batch with one matmul per gate")
+
 register(PerfSpec(
     exercise="lstm.lstm_forward",
     inputs=lstm_inputs,
     reference_source="torch.lstm (nn.LSTM's kernel) with your weights",
     cpu=Setting({"B": 16, "T": 32, "d": 32, "h": 64}, 20.0, "solution 5.7-6.8x; loop over batch 51-124x"),
     cuda=Setting({"B": 64, "T": 128, "d": 256, "h": 512}, 30.0, _UNCALIBRATED_GPU),
-    hint="The loop over time is expected; a loop over the batch is not: each step handles the whole "
-         "batch with one matmul per gate",
+    hint=RECURRENT_HINT,
     scale="T", bench=(8, 16, 32, 64, 128),
 ))
 
@@ -188,8 +190,7 @@ register(PerfSpec(
     reference_source="torch.gru (nn.GRU's kernel) with your weights",
     cpu=Setting({"B": 16, "T": 32, "d": 32, "h": 64}, 6.0, "solution 1.77-1.87x; loop over batch 18-54x"),
     cuda=Setting({"B": 64, "T": 128, "d": 256, "h": 512}, 30.0, _UNCALIBRATED_GPU),
-    hint="The loop over time is expected; a loop over the batch is not: each step handles the whole "
-         "batch with one matmul per gate",
+    hint=RECURRENT_HINT,
     scale="T", bench=(8, 16, 32, 64, 128),
 ))
 
