@@ -5,14 +5,14 @@
   whole modules replaced (`{"attention": source}`) or single functions replaced
   (`{"attention.causal_mask": "def causal_mask(T): ..."}`);
 - `mistake_source(module, variant)` reads `def <function>__<variant>` from
-  tests/fixtures/mistakes/<module>.py and renames it to `<function>`.
+  tests/fixtures/mistakes/<module>.py and renames it to `<function>`;
+- the scenario folders of tests/fixtures/submissions/ hold only what they change: grade
+  `scenarios.submission(name)`, the real submission built from the solution (tests/scenarios.py).
 """
 from __future__ import annotations
 
 import ast
-import os
 import shutil
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -21,6 +21,7 @@ from grader.catalog import select
 from grader.config import load_config
 from grader.pipeline.engine import grade, limits_from
 from grader.sandbox.runner import Sandbox
+from scenarios import replace_function
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
@@ -47,16 +48,6 @@ def grade_dir(sandbox, config):
     def run(path, *names, cfg=None):
         return grade(str(path), select(list(names)), cfg or config, sandbox=sandbox)
     return run
-
-
-def replace_function(source: str, name: str, new: str) -> str:
-    tree = ast.parse(source)
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name == name:
-            start = (node.decorator_list[0].lineno if node.decorator_list else node.lineno) - 1
-            lines = source.splitlines()
-            return "\n".join(lines[:start] + textwrap.dedent(new).strip("\n").splitlines() + lines[node.end_lineno:]) + "\n"
-    raise KeyError(f"no function {name} in the module")
 
 
 def mistake_source(module: str, variant: str) -> str:
