@@ -3,8 +3,9 @@
     .venv/bin/python benchmarks/batch_throughput.py [--n 200] [--jobs N] [--nbgrader-n N] [--keep DIR]
 
 1. Generates N submissions of the attention chapter: 50% correct, 35% with one or two known
-   mistakes (tests/fixtures/mistakes/attention.py), 15% hostile or forbidden
-   (tests/fixtures/submissions/*, cycled). Each gets a unique comment, so no two hash alike.
+   mistakes (tests/fixtures/mistakes/attention.py), 15% hostile or forbidden (the attention
+   scenarios of tests/fixtures/submissions/, built by tests/scenarios.py, cycled). Each gets a
+   unique comment, so no two hash alike.
 2. Runs the real command, `grader batch SUBS --out OUT attention --jobs N`, and times it.
    - throughput: submissions per minute of wall time;
    - overhead per submission: (wall x cores - the students' own compute) / N, in core-seconds.
@@ -39,11 +40,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from conftest import mistake_source, replace_function  # noqa: E402  (the test suite's submission builders)
+import scenarios  # noqa: E402  (the test suite's submission builders)
+from conftest import mistake_source, replace_function  # noqa: E402
 
 MODULE = "attention"
 SOLUTION = (ROOT / "solutions" / f"{MODULE}.py").read_text()
-HOSTILE = sorted(p for p in (ROOT / "tests" / "fixtures" / "submissions").iterdir() if (p / f"{MODULE}.py").exists())
+HOSTILE = [name for name in scenarios.names() if (scenarios.SUBMISSIONS / name / f"{MODULE}.py").exists()]
 UNSAFE_FOR_NBGRADER = ("writes_outside", "reads_outside", "reads_solutions", "hostile_ignores_sigterm")
 MISTAKES = [("causal_mask", "diagonal_excluded"), ("causal_mask", "inverted"), ("causal_mask", "transposed"),
             ("scaled_dot_product_attention", "no_scale"), ("scaled_dot_product_attention", "wrong_dim"),
@@ -63,7 +65,7 @@ def generate(folder: Path, n: int, seed: int = 0) -> dict[str, str]:
         r = rng.random()
         if r < 0.15:
             fixture = HOSTILE[i % len(HOSTILE)]
-            source, kind = (fixture / f"{MODULE}.py").read_text(), f"hostile:{fixture.name}"
+            source, kind = scenarios.source(fixture, MODULE), f"hostile:{fixture}"
         elif r < 0.50:
             source = SOLUTION
             for function, variant in rng.sample(MISTAKES, rng.choice((1, 2))):

@@ -4,10 +4,11 @@
     ... change the engine ...
     .venv/bin/python scripts/fixture_scores.py > after.json && diff before.json after.json
 
-Grades solutions/, every folder under tests/fixtures/submissions/ (its own modules), and every
-known-mistake variant of tests/fixtures/mistakes/ swapped into the solutions (packed in rounds
-with at most one variant per exercise, as tests/conftest.py does). Per exercise it records the
-status, the points, the diagnosis and the headline message; timings are left out.
+Grades solutions/, every folder under tests/fixtures/submissions/ (its own modules; a scenario
+built by tests/scenarios.py as the tests grade it), and every known-mistake variant of
+tests/fixtures/mistakes/ swapped into the solutions (packed in rounds with at most one variant per
+exercise, as tests/conftest.py does). Per exercise it records the status, the points, the diagnosis
+and the headline message; timings are left out.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+import scenarios  # noqa: E402
 from conftest import _rounds, mistake_source, replace_function  # noqa: E402
 
 from grader import api  # noqa: E402
@@ -51,10 +53,11 @@ def main() -> None:
         def run(path, names):
             return api.grade(path, names, config, sandbox=sandbox)
         out["solutions"] = record(run(SOLUTIONS, []))
-        for folder in sorted((FIXTURES / "submissions").iterdir()):
+        for name in scenarios.names():
+            folder = scenarios.submission(name)
             modules = sorted({p.stem for p in folder.glob("*.py")} | {p.stem for p in folder.glob("*.ipynb")})
             if modules:
-                out[f"submissions/{folder.name}"] = record(run(folder, modules))
+                out[f"submissions/{name}"] = record(run(folder, modules))
         tmp = Path(tempfile.mkdtemp(prefix="fixture-scores-"))
         try:
             for k, chosen in enumerate(_rounds(variants())):

@@ -11,12 +11,12 @@ import time
 
 import pytest
 
+import scenarios
 from conftest import ROOT
 from fixtures.batch.build import batch_command, make_class, run_batch
 
 FAST = ("attention.causal_mask", "attention.positional_encoding")   # no run-time API watch: quick children
-HOSTILE = sorted(p.name for p in (ROOT / "tests" / "fixtures" / "submissions").iterdir()
-                 if p.name.startswith(("hostile_", "forbidden_")))
+HOSTILE = [name for name in scenarios.names() if name.startswith(("hostile_", "forbidden_"))]
 
 
 @pytest.fixture

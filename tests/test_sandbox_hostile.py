@@ -1,8 +1,9 @@
 """Hostile submissions are contained: the right exercise at zero, the others unaffected,
 nothing written outside the sandbox, no process left behind.
 
-Each fixture under tests/fixtures/submissions/<scenario>/ is the worked attention module with
-one hostile or broken part; its docstring states the attack.
+Each scenario under tests/fixtures/submissions/<scenario>/ holds the hostile or broken part of the
+worked attention module, its docstring stating the attack and what must hold; tests/scenarios.py
+builds the real submission from solutions/attention.py.
 """
 import dataclasses
 import os
@@ -10,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, ROOT, statuses
+from conftest import ROOT, statuses
+from scenarios import submission
 
 ALL = {"attention.causal_mask", "attention.scaled_dot_product_attention",
        "attention.multi_head_attention", "attention.positional_encoding"}
@@ -23,7 +25,7 @@ def quick(config):
 
 
 def run(grade_dir, scenario, cfg=None):
-    return grade_dir(FIXTURES / "submissions" / scenario, "attention", cfg=cfg)
+    return grade_dir(submission(scenario), "attention", cfg=cfg)
 
 
 def only_failing(result, exercise, status):

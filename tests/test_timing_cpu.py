@@ -1,8 +1,9 @@
 """Performance checks for real, on this CPU, through the engine and the sandbox.
 
 The worked solutions pass their limits; the typical slow variants fail theirs; and each attack
-on the measurement (tests/fixtures/submissions/perf_<scenario>/) is caught. Each check gets a
-short budget: the limits are calibrated with wide margins (benchmarks/calibrate_perf.py).
+on the measurement (the scenarios tests/fixtures/submissions/perf_<scenario>/, built by
+tests/scenarios.py) is caught. Each check gets a short budget: the limits are calibrated with wide
+margins (benchmarks/calibrate_perf.py).
 """
 import json
 import os
@@ -11,12 +12,13 @@ import sys
 
 import pytest
 
-from conftest import FIXTURES, ROOT, SOLUTIONS, mistake_source
+from conftest import ROOT, SOLUTIONS, mistake_source
 from grader.catalog import catalog
 from grader.reports import render
 from grader.results import Status
 from grader.timing.config import with_overrides
 from grader.timing.specs import REGISTRY
+from scenarios import submission
 
 pytestmark = pytest.mark.slow
 BUDGET = 1.5
@@ -42,7 +44,10 @@ def mha_result(grade_dir, perf_cfg):
 
 @pytest.mark.parametrize("exercise", PRESENT)
 def test_the_worked_solution_passes_its_limit(grade_dir, perf_cfg, mha_result, exercise):
-    result = mha_result if exercise == "attention.multi_head_attention" else grade_dir(SOLUTIONS, exercise, cfg=perf_cfg)
+    if exercise == "attention.multi_head_attention":
+        result = mha_result
+    else:
+        result = grade_dir(SOLUTIONS, exercise, cfg=perf_cfg)
     (e,) = result.exercises
     (p,) = e.performance
     assert p.status is Status.PASSED, p.message
@@ -51,7 +56,7 @@ def test_the_worked_solution_passes_its_limit(grade_dir, perf_cfg, mha_result, e
 
 
 def test_a_loop_over_the_heads_fails(grade_dir, perf_cfg):
-    p = timed(grade_dir, FIXTURES / "submissions" / "perf_loop_over_heads", "attention.multi_head_attention", perf_cfg)
+    p = timed(grade_dir, submission("perf_loop_over_heads"), "attention.multi_head_attention", perf_cfg)
     assert p.status is Status.FAILED and p.ratio > p.threshold, p.message
     assert "Slower than the limit" in p.message and "loop over the heads" in p.message
 
@@ -81,7 +86,7 @@ def test_a_loop_over_the_batch_in_conv2d_fails(grade_dir, perf_cfg, make_submiss
 def test_replaying_cached_answers_fails(grade_dir, perf_cfg):
     """perf_caches_output: SDPA replays the answer it stored for a shape (all correctness cases
     differ in shape, so it passes them); fresh inputs of one shape expose it."""
-    p = timed(grade_dir, FIXTURES / "submissions" / "perf_caches_output", "attention.scaled_dot_product_attention",
+    p = timed(grade_dir, submission("perf_caches_output"), "attention.scaled_dot_product_attention",
               perf_cfg)
     assert p.status is Status.FAILED and p.details["flag"] == "wrong output"
     assert "a timed call returned a wrong output" in p.message and p.ratio is None
@@ -90,7 +95,7 @@ def test_replaying_cached_answers_fails(grade_dir, perf_cfg):
 def test_patching_time_perf_counter_is_caught(grade_dir, perf_cfg):
     """perf_patches_perf_counter: the slow loop over heads leaves time.perf_counter running at 1%
     speed; the harness reads its own clock and reports the replacement."""
-    p = timed(grade_dir, FIXTURES / "submissions" / "perf_patches_perf_counter", "attention.multi_head_attention",
+    p = timed(grade_dir, submission("perf_patches_perf_counter"), "attention.multi_head_attention",
               perf_cfg)
     assert p.status is Status.FAILED and p.details["flag"] == "problem"
     assert "replaced time.perf_counter" in p.message and p.ratio is None
@@ -99,7 +104,7 @@ def test_patching_time_perf_counter_is_caught(grade_dir, perf_cfg):
 def test_patching_the_harness_clock_is_caught_by_the_kernels_account(grade_dir, perf_cfg):
     """perf_patches_harness_clock: the student's code replaces the timing driver's own clock and
     hides 90% of its time; the CPU time the kernel accounted to the process gives it away."""
-    p = timed(grade_dir, FIXTURES / "submissions" / "perf_patches_harness_clock", "attention.multi_head_attention",
+    p = timed(grade_dir, submission("perf_patches_harness_clock"), "attention.multi_head_attention",
               perf_cfg)
     assert p.status is Status.FAILED and p.details["flag"] == "work accounts for student", p.message
     assert p.ratio is None and p.details["claimed_ratio"] < p.threshold       # the lie would have passed
@@ -108,14 +113,15 @@ def test_patching_the_harness_clock_is_caught_by_the_kernels_account(grade_dir, 
 def test_slowing_the_reference_down_is_caught(grade_dir, perf_cfg):
     """perf_slows_reference: a background thread keeps the interpreter busy except while the
     student's (slow) function runs, so the reference beside it looks slow."""
-    p = timed(grade_dir, FIXTURES / "submissions" / "perf_slows_reference", "attention.multi_head_attention",
+    p = timed(grade_dir, submission("perf_slows_reference"), "attention.multi_head_attention",
               perf_cfg)
     assert p.status is Status.FAILED and p.ratio is None
     assert p.details["flag"] in ("no other threads", "reference undisturbed", "loads match"), p.message
 
 
 def test_a_wrong_function_is_not_timed(grade_dir, perf_cfg, make_submission):
-    sub = make_submission({"attention.multi_head_attention": mistake_source("attention", "multi_head_attention__no_bias")})
+    no_bias = mistake_source("attention", "multi_head_attention__no_bias")
+    sub = make_submission({"attention.multi_head_attention": no_bias})
     (e,) = grade_dir(sub, "attention.multi_head_attention", cfg=perf_cfg).exercises
     (p,) = e.performance
     assert not e.passed and p.status is Status.SKIPPED and p.message.startswith("not timed")
