@@ -1,32 +1,14 @@
-"""The attention chapter: solutions score full marks, stubs zero, every fingerprint is named,
-and multi-head attention is graded with the reference SDPA (one bug is charged once)."""
-import pytest
+"""The attention chapter: causal masks, scaled dot-product attention, multi-head attention and
+positional encoding, graded end to end.
 
-from conftest import SOLUTIONS, ROOT, mistake_source, statuses
-from grader.catalog import select
+What every chapter checks (solutions, stubs, known mistakes) is tests/chapter_checks.py; here are
+the chapter's table and what only it does: multi-head attention is graded with the reference SDPA
+(one bug is charged once), and a failing case reports where and by how much.
+"""
+from chapter_checks import ChapterChecks
+from conftest import mistake_source
 
-ATTENTION = [s.id for s in select(["attention"])]
-
-
-@pytest.fixture(scope="module")
-def solutions_result(grade_dir):
-    return grade_dir(SOLUTIONS, "attention")
-
-
-def test_solutions_score_full_marks(solutions_result):
-    assert statuses(solutions_result) == {i: "passed" for i in ATTENTION}
-    assert solutions_result.score == solutions_result.max_score > 0
-
-
-def test_stubs_score_zero_with_a_clear_message(grade_dir):
-    result = grade_dir(ROOT / "exercises", "attention")
-    assert result.score == 0
-    for e in result.exercises:
-        assert e.status.value == "not implemented", e.id
-        assert e.message.startswith("not implemented yet"), e.message
-        assert "Traceback" not in e.message and "File " not in e.message
-
-
+# (exercise id, variant in tests/fixtures/mistakes/attention.py, diagnosis the grader must give)
 MISTAKES = [
     ("attention.causal_mask", "diagonal_excluded", "diagonal excluded"),
     ("attention.causal_mask", "inverted", "mask inverted"),
@@ -52,14 +34,18 @@ MISTAKES = [
 ]
 
 
-@pytest.mark.parametrize("exercise,variant,diagnosis", MISTAKES, ids=[f"{m[0].split('.')[1]}-{m[1]}" for m in MISTAKES])
-def test_fingerprinted_mistake_is_named(grade_dir, make_submission, exercise, variant, diagnosis):
-    function = exercise.split(".")[1]
-    sub = make_submission({exercise: mistake_source("attention", f"{function}__{variant}")})
-    (e,) = grade_dir(sub, exercise).exercises
-    assert e.status.value in ("failed", "error")      # a transposed (T_q, T_k) mask cannot even broadcast
-    assert e.points < e.max_points
-    assert e.diagnosis.startswith(diagnosis + ":"), e.diagnosis
+class TestAttention(ChapterChecks):
+    MODULE, MISTAKES = "attention", MISTAKES
+    SLOW_VARIANTS = False
+
+    def test_failing_case_reports_where_and_by_how_much(self, variants_result):
+        e = variants_result[("attention.scaled_dot_product_attention", "wrong_dim")]
+        case = next(c for c in e.cases if c.status.value == "failed")
+        weights = next(c for c in case.comparisons if c.name == "weights")
+        assert not weights.ok and weights.max_abs_error > 1e-3 and weights.worst_index is not None
+        assert 0 < weights.mismatch_fraction <= 1 and weights.mismatches
+        assert "weights wrong" in case.message and "Q: (" in case.description
+        assert case.heatmaps and case.heatmaps[0].title.startswith("weights")
 
 
 def test_mha_is_graded_with_the_reference_sdpa(grade_dir, make_submission):
@@ -71,14 +57,3 @@ def test_mha_is_graded_with_the_reference_sdpa(grade_dir, make_submission):
     mha = by_id["attention.multi_head_attention"]
     assert mha.status.value == "passed"
     assert any("reference scaled_dot_product_attention in place of yours" in n for n in mha.notes)
-
-
-def test_failing_case_reports_where_and_by_how_much(grade_dir, make_submission):
-    sub = make_submission({"attention.scaled_dot_product_attention": mistake_source("attention", "wrong_dim")})
-    (e,) = grade_dir(sub, "attention.scaled_dot_product_attention").exercises
-    case = next(c for c in e.cases if c.status.value == "failed")
-    weights = next(c for c in case.comparisons if c.name == "weights")
-    assert not weights.ok and weights.max_abs_error > 1e-3 and weights.worst_index is not None
-    assert 0 < weights.mismatch_fraction <= 1 and weights.mismatches
-    assert "weights wrong" in case.message and "Q: (" in case.description
-    assert case.heatmaps and case.heatmaps[0].title.startswith("weights")
