@@ -4,6 +4,7 @@ student's own code prints them or raises them; the feedback still names the fail
 and the diagnosed mistake."""
 import json
 import os
+import sqlite3
 
 import pytest
 
@@ -23,6 +24,17 @@ LEAKY = '''def scaled_dot_product_attention(Q, K, V, mask=None):
     w = torch.softmax(scores, dim=-1)
     return w @ V, w
 '''
+# Raises on every case an exception whose class is named after the case's queries and whose message
+# quotes its keys: on a public case both may be shown, on a hidden case neither.
+CLASSY = '''def scaled_dot_product_attention(Q, K, V, mask=None):
+    name = "Q_" + "_".join(f"{v:.5f}".replace("-", "m").replace(".", "p") for v in Q.flatten()[:3].tolist())
+    raise type(name, (ValueError,), {})("K = " + str(K.flatten()[:4].tolist()))
+'''
+
+
+def class_name(Q) -> str:
+    """The exception class CLASSY raises for queries Q."""
+    return "Q_" + "_".join(f"{v:.5f}".replace("-", "m").replace(".", "p") for v in Q.flatten()[:3].tolist())
 
 
 def hidden_values():
@@ -41,7 +53,8 @@ def hidden_values():
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     root = tmp_path_factory.mktemp("hidden")
-    subs = make_class(root / "subs", {"leaky": {"scaled_dot_product_attention": LEAKY}, "ok": "correct"})
+    subs = make_class(root / "subs", {"leaky": {"scaled_dot_product_attention": LEAKY}, "ok": "correct",
+                                      "classy": {"scaled_dot_product_attention": CLASSY}})
     env = dict(os.environ, GRADER_SECRET_SEED=str(SEED))
     proc = run_batch(subs, root / "out", SDPA, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -84,3 +97,23 @@ def test_feedback_still_names_the_failing_hidden_case_and_the_mistake(graded):
     hidden = next(t for t in tests if t["name"].endswith("[hidden cases]"))
     assert "hidden 1: failed" in hidden["output"] and "missing 1/sqrt(d_k)" in hidden["output"]
     assert "hidden 6: error" in hidden["output"]
+
+
+def test_an_exception_class_and_message_made_of_hidden_inputs_leak_nothing(graded):
+    """The student's own exception class is named after each case's queries, its message quotes the
+    keys: the public cases may show them, the per-student feedback files never show a hidden case's."""
+    (spec,) = select([SDPA])
+    cases = build_cases(spec, SEED)
+    public = {class_name(c.args[0]) for c in cases if not c.hidden}
+    secret = ({class_name(c.args[0]) for c in cases if c.hidden} | set(hidden_values())) - public
+    db = sqlite3.connect(graded / "gradebook.sqlite")
+    stored = json.loads(db.execute("SELECT result FROM submissions WHERE student = 'classy'").fetchone()[0])
+    (e,) = stored["exercises"]
+    assert {c["failure"] for c in e["cases"]} == {"exception"}, "CLASSY did not raise on every case: proves nothing"
+    html = (graded / "students" / "classy" / "feedback.html").read_text()
+    assert [n for n in public if n in html], "no public case shows its class: the check below would prove nothing"
+    for name in ("results.json", "feedback.md", "feedback.html"):
+        text = (graded / "students" / "classy" / name).read_text()
+        leaked = [s for s in secret if s in text]
+        assert not leaked, f"{name} shows hidden inputs {leaked[:5]}"
+
