@@ -129,3 +129,73 @@ def test_a_bad_configuration_is_a_collection_error_naming_the_key(student):
     p = pytest_run(student, "--collect-only", "-q")
     assert p.returncode != 0
     assert "unknown key 'memory'" in p.stdout and "autograde.toml" in p.stdout
+
+
+# ------------------------------------------------------------------ the student's code stays in the sandbox
+WRITES_AT_IMPORT = '\nimport pathlib\npathlib.Path({target!r}).write_text("ran in the pytest process")\n'
+ALL_FOUR = ("causal_mask", "scaled_dot_product_attention", "multi_head_attention", "positional_encoding")
+
+
+def writing_course(root):
+    """A correct attention.py whose top level writes `root/PWNED`: a file only the pytest process,
+    never the sandbox, could create."""
+    root = course_copy(root, {f: solution(f) for f in ALL_FOUR})
+    module = root / "exercises" / "attention.py"
+    module.write_text(module.read_text() + WRITES_AT_IMPORT.format(target=str(root / "PWNED")))
+    return root
+
+
+def test_a_file_named_on_the_command_line_runs_only_in_the_sandbox(tmp_path):
+    """pytest's python plugin makes a Module, which imports the file, for a file named on the
+    command line; the plugin's collector replaces it, so the write at import happens (and fails)
+    in the sandbox only, and the grades are reported."""
+    root = writing_course(tmp_path / "course")
+    p = pytest_run(root, "exercises/attention.py", "-q")
+    assert p.returncode == 0 and "4 passed" in p.stdout, p.stdout + p.stderr
+    assert "grader: 9 / 9 points for exercises" in p.stdout
+    assert not (root / "PWNED").exists(), "the module's top level ran in the pytest process"
+
+
+@pytest.mark.parametrize("route", [
+    ["exercises/attention.py::causal_mask"], ["exercises/attention.py", "-k", "causal_mask"],
+    ["exercises/attention.py", "-m", "attention.causal_mask"], ["exercises", "-k", "causal_mask"],
+    ["exercises/attention.py::causal_mask", "--doctest-modules"],
+    ["exercises/attention.py::causal_mask", "-o", "python_files=*.py"],
+], ids=["node id", "-k", "-m", "folder -k", "doctest-modules", "python_files *.py"])
+def test_no_route_imports_the_submission_in_the_pytest_process(tmp_path, route):
+    root = writing_course(tmp_path / "course")
+    p = pytest_run(root, "--collect-only", "-q", *route)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert [line for line in p.stdout.splitlines() if "::" in line] == ["exercises/attention.py::causal_mask"]
+    assert not (root / "PWNED").exists(), "collecting imported the module in the pytest process"
+
+
+def test_a_submission_folder_with_an_init_is_not_a_package(tmp_path):
+    """pytest's Package imports its __init__.py (for setup_module) before running its items."""
+    root = writing_course(tmp_path / "course")
+    (root / "exercises" / "__init__.py").write_text(WRITES_AT_IMPORT.format(target=str(root / "PWNED")))
+    p = pytest_run(root, "exercises", "-q", "-m", "attention.causal_mask")
+    assert p.returncode == 0 and "1 passed" in p.stdout, p.stdout + p.stderr
+    assert not (root / "PWNED").exists(), "the package's __init__.py ran in the pytest process"
+
+
+def test_a_syntax_error_is_the_graders_feedback_not_a_collection_error(tmp_path):
+    root = course_copy(tmp_path / "course", {"causal_mask": solution("causal_mask")})
+    module = root / "exercises" / "attention.py"
+    module.write_text(module.read_text() + "\n\ndef helper(x:\n    return x\n")
+    p = pytest_run(root, "exercises/attention.py", "-q", "-rA")
+    out = p.stdout + p.stderr
+    assert "error during collection" not in out and "Interrupted" not in out and "Traceback" not in out, out
+    assert "PASSED exercises/attention.py::causal_mask" in out
+    assert "attention.py does not import as written: SyntaxError" in out
+    assert "grader: 1 / 9 points for exercises" in out
+
+
+def test_this_repository_collects_the_same_tests_with_and_without_the_plugin():
+    with_plugin = pytest_run(ROOT, "--collect-only", "-q", "tests")
+    without = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:grader",
+                              "--collect-only", "-q", "tests"], cwd=ROOT, capture_output=True, text=True,
+                             timeout=600, env={k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")})
+    items = [[line for line in p.stdout.splitlines() if "::" in line] for p in (with_plugin, without)]
+    assert with_plugin.returncode == without.returncode == 0, with_plugin.stdout[-2000:] + without.stdout[-2000:]
+    assert items[0] == items[1] and len(items[0]) > 100

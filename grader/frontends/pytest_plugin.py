@@ -6,12 +6,21 @@ module (`attention`) and the exercise id (`attention.causal_mask`) as markers:
 the grader's feedback (what failed, by how much, the mistake it looks like), not a traceback;
 --junitxml works as for any test (points as properties); the terminal summary ends with the points.
 
-Activation (ini option `grader_collect`, default `auto`): a `.py` file is collected as exercises
-only when the nearest autograde.toml above it names the file's folder as `[course] submission`
-and the file's name is a module of the catalog. Nothing else is touched: the project's own
-tests (tests/, which is not the submission folder) collect as before, and nothing heavier than a
-stat per folder runs unless an exercise file is collected. `grader_collect = off` (or
-`-o grader_collect=off`, or `-p no:grader`) switches it off.
+Activation (ini option `grader_collect`, default `auto`): the plugin owns the `.py` files of a
+folder that the nearest autograde.toml above it names as `[course] submission`; a file named
+after a module of the catalog has one item per exercise, any other has none. Nothing else is
+touched: the project's own tests (tests/, which is not the submission folder) collect as before,
+and nothing heavier than a stat per folder runs unless an exercise file is collected.
+`grader_collect = off` (or `-o grader_collect=off`, or `-p no:grader`) switches it off.
+
+The student's code runs only in the grader's sandbox, never in the pytest process, by whichever
+route pytest reaches the file (`pytest exercises`, `pytest exercises/attention.py`, `::causal_mask`,
+-k, -m, --doctest-modules, `python_files = *.py`): the submission folder is a plain directory
+collector, never a Package (whose setup imports its `__init__.py`), and for each of its files the
+plugin's collector replaces whatever other plugins made of it (pytest's python plugin makes a
+Module, which imports the file, for a file named on the command line; doctest makes a
+DoctestModule). A file that does not parse is graded like any other: the grader's feedback, no
+collection error.
 
 Grading is one grader.api.grade call (the sandboxed engine) per submission folder and session, for all
 exercise items selected after -m/-k/deselection, on the first item's run; every item reads
@@ -34,8 +43,8 @@ from grader.reports.junit import failure_text, headline
 from grader.results import Status
 
 MARKER = "grader"
-__all__ = ["pytest_addoption", "pytest_configure", "pytest_collect_file", "pytest_terminal_summary",
-           "ExerciseFile", "ExerciseItem", "ExerciseFailed", "MARKER"]
+__all__ = ["pytest_addoption", "pytest_configure", "pytest_collect_directory", "pytest_collect_file",
+           "pytest_terminal_summary", "ExerciseFile", "ExerciseItem", "ExerciseFailed", "MARKER"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -92,11 +101,27 @@ def _submission_folder(toml: Path) -> Path:
     return (toml.parent / str(folder)).resolve()
 
 
-def pytest_collect_file(file_path: Path, parent: pytest.Collector):
-    if file_path.suffix != ".py" or parent.config.getini("grader_collect").strip().lower() in ("off", "false", "0"):
+def _owner(folder: Path, config: pytest.Config) -> Path | None:
+    """The autograde.toml naming `folder` as its submission folder, when collection is on."""
+    if config.getini("grader_collect").strip().lower() in ("off", "false", "0"):
         return None
-    toml = parent.config.stash[_STATE].owner(file_path.parent)
-    return ExerciseFile.from_parent(parent, path=file_path, toml=toml) if toml else None
+    return config.stash[_STATE].owner(folder)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collect_directory(path: Path, parent: pytest.Collector):
+    """The submission folder is a plain directory even with an `__init__.py`: pytest's Package
+    would import that file to look for setup_module."""
+    return pytest.Dir.from_parent(parent, path=path) if _owner(path, parent.config) else None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collect_file(file_path: Path, parent: pytest.Collector):
+    """A submission file gets the plugin's collector only, in place of what other plugins made
+    of it (a python Module or a DoctestModule would import it in this process)."""
+    collectors = yield
+    toml = _owner(file_path.parent, parent.config) if file_path.suffix == ".py" else None
+    return [ExerciseFile.from_parent(parent, path=file_path, toml=toml)] if toml else collectors
 
 
 class ExerciseFile(pytest.File):
