@@ -12,7 +12,9 @@ tests/fixtures/submissions/<name>/ holds one of two things:
   repeated), and every other top-level statement goes where the scenario puts it: just before the
   next function it replaces, or at the end of the module after the last one. The solution's
   `### BEGIN/END SOLUTION` markers are dropped (a student's file has none, as a stub has none) and a
-  first comment line names the scenario.
+  first comment line names the scenario. A course module that a built one imports (moe.py
+  imports transformer, which imports attention) is solutions/' own, markers dropped, unless the
+  scenario has a file for it.
 
 `submission(name)` is the folder to grade: a whole one is the fixture folder itself; a scenario is
 materialised once per process in a temporary folder (removed at exit), never in the source tree.
@@ -125,4 +127,27 @@ def submission(name: str) -> Path:
         header = (f"Test fixture ({name}): built by tests/scenarios.py from solutions/{path.name} "
                   f"and tests/fixtures/submissions/{name}/{path.name}.")
         (dest / path.name).write_text(build((SOLUTIONS / path.name).read_text(), path.read_text(), header))
+    needed = [m for path in sorted(dest.glob("*.py")) for m in _course_imports(path.read_text())]
+    while needed:
+        module = needed.pop()
+        if not (dest / f"{module}.py").exists():
+            solution = (SOLUTIONS / f"{module}.py").read_text()
+            (dest / f"{module}.py").write_text(build(solution, "", f"Test fixture ({name}): solutions/{module}.py, "
+                                                     "which a module of the scenario imports."))
+            needed += _course_imports(solution)
     return dest
+
+
+def _course_imports(source: str) -> list[str]:
+    """The course modules (solutions/<name>.py) that `source` imports at its top level."""
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:         # a scenario broken on purpose: what it imports is its own files
+        return []
+    names = []
+    for node in body:
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.append(node.module.split(".")[0])
+        elif isinstance(node, ast.Import):
+            names += [alias.name.split(".")[0] for alias in node.names]
+    return [n for n in dict.fromkeys(names) if (SOLUTIONS / f"{n}.py").is_file()]

@@ -25,6 +25,7 @@ MISTAKES = [
     ("losses.cross_entropy", "no_shift", "max not subtracted"),
     ("losses.cross_entropy", "positive_log_likelihood", "minus sign missing"),
     ("losses.cross_entropy", "softmax_dim0", "softmax over the batch"),
+    ("losses.cross_entropy", "log_eps", "log(p + 1e-7)"),
     ("losses.cross_entropy_grad", "no_batch_mean", "not divided by B"),
     ("losses.cross_entropy_grad", "onehot_minus_p", "sign flipped"),
     ("losses.cross_entropy_grad", "unstable", "max not subtracted"),

@@ -48,6 +48,8 @@ MISTAKES = [
     ("mlp.adam_step", "eps_in_sqrt", "eps inside the square root"),
     ("mlp.adam_step", "swapped_betas", "betas swapped"),
     ("mlp.adam_step", "t_after_correction", "bias correction with the old t"),
+    ("mlp.adam_step", "eps_on_raw_v", "eps added to v before the bias correction"),
+    ("mlp.adam_step", "eps_on_sqrt_v", "eps added to sqrt(v), not sqrt(v_hat)"),
     ("mlp.glorot_uniform", "fan_in_only", "bound with fan_in only"),
     ("mlp.glorot_uniform", "std_bound", "the normal's std used as the bound"),
     ("mlp.glorot_uniform", "positive_only", "U[0, a) instead of U[-a, a)"),

@@ -30,6 +30,7 @@ from grader.config import Config
 from grader.pipeline import imports, scoring, static
 from grader.pipeline.cases import build_cases, references
 from grader.pipeline.context import Context
+from grader.pipeline import precision
 from grader.pipeline.run import CaseRunner
 from grader.results import ExerciseResult, Status, SubmissionResult
 from grader.sandbox.runner import Limits, Sandbox
@@ -111,6 +112,7 @@ def grade_exercise(spec: ExerciseSpec, ctx: Context) -> ExerciseResult:
         results = runner.run_all(cases, references(spec, cases))
     finally:
         output, truncated = runner.close()
+    results = precision.annotate(results)   # needs every case: float64 misses of float32's size
     ran = dict(cases=tuple(results), notes=(*load.notes, *runner.notes()), output=output, output_truncated=truncated)
     if runner.forbidden_hits:
         listed = "; ".join(f"{h['via']}: {h['rule']}" for h in runner.forbidden_hits[:5])

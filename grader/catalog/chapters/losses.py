@@ -141,6 +141,12 @@ CROSS_ENTROPY_SPEC = ExerciseSpec(
          lambda z, t: _pick(_log_p(z), t).mean()),
         ("softmax over the batch", "normalise each row over the classes (dim=1), not each column over the batch",
          lambda z, t: -_pick(_log_p(z, dim=0), t).mean()),
+        # A textbook's guard against log(0) (Saito, Deep Learning from Scratch, 4.2.2): it caps every
+        # term at -log(1e-7) = 16.1 and shifts the others by about 1e-7 / p.
+        ("log(p + 1e-7)", "a target whose probability underflows costs -log(1e-7) = 16.1 instead of its real, "
+         "larger loss, and every other term is off by about 1e-7 / p: no constant is needed when you compute "
+         "log_softmax directly as (z - m) - log(sum(exp(z - m)))",
+         lambda z, t: -torch.log(_pick(_log_p(z).exp(), t) + 1e-7).mean()),
     )),
 )
 

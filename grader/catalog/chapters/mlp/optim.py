@@ -201,7 +201,13 @@ def _adam_mistake(kind):
             v = b2 * v + (1 - b2) * g * g
             t = k - 1 if kind == "t late" else k
             m_hat, v_hat = (m, v) if kind == "no correction" else (m / (1 - b1 ** t), v / (1 - b2 ** t))
-            denom = torch.sqrt(v_hat + eps) if kind == "eps inside" else torch.sqrt(v_hat) + eps
+            denom = torch.sqrt(v_hat) + eps
+            if kind == "eps inside":
+                denom = torch.sqrt(v_hat + eps)
+            elif kind == "eps on raw v":                       # sqrt((v + eps) / (1 - beta2^t))
+                denom = torch.sqrt((v + eps) / (1 - b2 ** t))
+            elif kind == "eps on sqrt v":                      # Kingma & Ba's "efficient" form, TensorFlow's:
+                denom = (torch.sqrt(v) + eps) / (1 - b2 ** t) ** 0.5   # lr_t * m / (sqrt(v) + eps)
             return p - lr * m_hat / denom, (m, v)
         traj, slots = _manual_run(params, grads, step)
         last = slots[-1]
@@ -228,6 +234,16 @@ ADAM_STEP = ExerciseSpec(
                      "their squares into v", _adam_mistake("betas swapped")),
         KnownMistake("bias correction with the old t", "increment t first: the first step uses t = 1, "
                      "so that 1 - beta^t is not 0", _adam_mistake("t late")),
+        # Two precision habits of textbooks: eps added to the raw v inside the root, and the paper's
+        # "efficient" update lr * sqrt(1 - beta2^t) / (1 - beta1^t) * m / (sqrt(v) + eps) (Kingma & Ba,
+        # end of section 2; TensorFlow's Adam), whose eps is PyTorch's eps / sqrt(1 - beta2^t).
+        KnownMistake("eps added to v before the bias correction", "add eps after the square root of the "
+                     "corrected v: m_hat / (sqrt(v_hat) + eps); inside sqrt((v + eps) / (1 - beta2^t)) it is "
+                     "divided by 1 - beta2^t, 1000 times larger at the first step", _adam_mistake("eps on raw v")),
+        KnownMistake("eps added to sqrt(v), not sqrt(v_hat)", "the update lr * sqrt(1 - beta2^t) / (1 - beta1^t) "
+                     "* m / (sqrt(v) + eps) adds eps to the uncorrected sqrt(v): as PyTorch writes it, its eps is "
+                     "eps / sqrt(1 - beta2^t), 30 times larger at first; compute m_hat / (sqrt(v_hat) + eps), "
+                     "as torch.optim.Adam does", _adam_mistake("eps on sqrt v")),
     ),
 )
 
