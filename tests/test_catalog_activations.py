@@ -63,7 +63,7 @@ MISTAKES = [
 # (exercise id, variant, how it is caught: "static" before running, or "run" while running)
 FORBIDDEN = [
     ("activations.sigmoid", "getattr_sigmoid", "run"),
-    ("activations.sigmoid_grad", "autograd", "static"),
+    ("activations.sigmoid_grad", "autograd", "run"),           # z.requires_grad_() / .backward(): Tensor methods
     ("activations.tanh_grad", "hidden_autograd", "run"),        # requires_grad_ / autograd.grad via getattr
     ("activations.relu", "aliased_relu", "static"),             # `import torch.nn.functional as nnf` resolved
     ("activations.softmax", "uses_torch_softmax", "static"),

@@ -1,5 +1,10 @@
-"""Static forbidden-API scan: aliases resolved, helpers followed, docstrings ignored."""
-from grader.catalog.rules import AUTOGRAD, SDPA
+"""Static forbidden-API scan: aliases resolved, helpers followed, docstrings ignored; only names that
+resolve to the forbidden object are proof (a method of a value of unknown type is not)."""
+import pytest
+
+import grader.catalog.rules as rules_module
+from grader.catalog.rules import AUTOGRAD, HEAVISIDE, RECURRENT, RELU, SDPA, SIGMOID, SIGN, SOFTMAX, TANH
+from grader.catalog.spec import Forbidden
 from grader.pipeline.static import forbidden_hits, function_line
 
 
@@ -26,11 +31,70 @@ def test_docstrings_and_other_functions_do_not_count():
     assert forbidden_hits(src, "f", (SDPA,)) == []
 
 
-def test_autograd_patterns():
-    src = ("import torch\ndef grad(x):\n    x = x.detach().requires_grad_()\n    y = (x * x).sum()\n"
-           "    y.backward()\n    return x.grad\n")
-    whats = {h.what for h in forbidden_hits(src, "grad", (AUTOGRAD,))}
-    assert {".backward", ".requires_grad_"} <= whats
+def test_autograd_names_that_resolve_are_proven():
+    src = ("import torch\nfrom torch.func import vjp as pullback\nimport torch.autograd as ag\n"
+           "def a(x):\n    return torch.autograd.grad(x.sum(), x)\n"
+           "def b(x):\n    return pullback(lambda t: t, x)\n"
+           "def c(x):\n    return ag.functional.jacobian(lambda t: t, x)\n"
+           "def d(n):\n    return torch.zeros(n, requires_grad=True)\n"
+           "def e(x):\n    return getattr(torch.autograd, 'grad')(x.sum(), x)\n")
+    whats = {f: [h.what for h in forbidden_hits(src, f, (AUTOGRAD,))] for f in "abcde"}
+    assert whats == {"a": ["torch.autograd.grad"], "b": ["torch.func.vjp"],
+                     "c": ["torch.autograd.functional.jacobian", "torch.autograd.functional"],
+                     "d": ["requires_grad=True"], "e": ["getattr(..., 'grad')"]}, whats
+
+
+def test_methods_of_values_of_unknown_type_prove_nothing():
+    """`layer.backward(...)`, `x.requires_grad_()`, `v.relu()` may be the student's own methods (an
+    OO layer, a micrograd Value): the static scan leaves them to the run-time tripwires."""
+    src = ("import torch\n"
+           "class Linear:\n    def backward(self, dY):\n        return dY @ self.W.T\n"
+           "class Value:\n    def relu(self):\n        return Value(torch.clamp(self.data, min=0))\n"
+           "def grad(x, layer):\n    x = x.detach().requires_grad_()\n    (x * x).sum().backward()\n"
+           "    layer.backward(x)\n    getattr(layer, 'backward')(x)\n    return Value(x).relu(), x.grad\n")
+    assert forbidden_hits(src, "grad", (AUTOGRAD, RELU, SIGMOID, TANH, SOFTMAX, SIGN, HEAVISIDE)) == []
+
+
+def test_turning_autograd_off_or_reading_it_is_not_using_it():
+    src = ("import torch\n"
+           "def f(x, flag):\n    if x.requires_grad:\n        x = x.detach()\n"
+           "    with torch.no_grad(), torch.autograd.no_grad(), torch.autograd.set_grad_enabled(False):\n"
+           "        y = torch.zeros(3, requires_grad=False) + torch.ones(3, requires_grad=None)\n"
+           "    x.requires_grad = False\n    x.requires_grad_(False)\n"
+           "    return (Value(y, requires_grad=True), torch.func.vmap(torch.sin)(y),\n"
+           "            torch.zeros(3, requires_grad=flag))\n")
+    assert forbidden_hits(src, "f", (AUTOGRAD,)) == []
+
+
+def test_getattr_is_proof_only_when_its_object_resolves():
+    src = ("import torch\nimport torch.nn.functional as F\n"
+           "def a(z):\n    return getattr(torch, 'relu')(z)\n"
+           "def b(z):\n    return getattr(F, 'relu')(z)\n"
+           "def c(z, unit):\n    return getattr(unit, 'relu')(z), getattr(z, 'relu')()\n")
+    assert [h.what for h in forbidden_hits(src, "a", (RELU,))] == ["getattr(..., 'relu')"]
+    assert [h.what for h in forbidden_hits(src, "b", (RELU,))] == ["getattr(..., 'relu')"]
+    assert forbidden_hits(src, "c", (RELU,)) == []
+
+
+def test_a_function_import_counts_only_in_that_function():
+    """`from torch import relu` inside one function does not make the module's own relu torch's."""
+    src = ("import torch\n"
+           "def relu(z):\n    return torch.clamp(z, min=0)\n"
+           "def mlp(X):\n    return relu(X)\n"
+           "def shortcut(X):\n    from torch import relu\n    return relu(X)\n")
+    assert forbidden_hits(src, "mlp", (RELU,)) == []
+    assert [h.what for h in forbidden_hits(src, "shortcut", (RELU,))] == ["torch.relu"]
+
+
+def test_every_rule_pattern_is_a_name_or_a_keyword():
+    """No rule may match bare attribute names again: a pattern is a dotted name or kw:NAME."""
+    rules = [r for r in vars(rules_module).values() if isinstance(r, Forbidden)]
+    assert len(rules) > 20
+    for rule in rules:
+        for p in rule.static:
+            assert p.startswith("kw:") or ":" not in p, (rule.name, p)
+    with pytest.raises(ValueError, match="neither a dotted name nor kw:NAME"):
+        forbidden_hits("def f(z):\n    return z.relu()\n", "f", (Forbidden("x", "y", static=("attr:relu",)),))
 
 
 def test_importing_solutions_is_always_forbidden_where_reachable():
@@ -42,3 +106,15 @@ def test_importing_solutions_is_always_forbidden_where_reachable():
 
 def test_function_line_even_with_a_syntax_error():
     assert function_line("x = 1\ndef f():\n    return (\n", "f") == 2
+
+
+def test_helpers_the_grader_replaces_are_not_followed():
+    """rnn_bptt is graded with the grader's rnn_forward/rnn_cell in place of the student's: a forbidden
+    API in the student's cell never runs there (rnn_cell's own exercise charges it, once)."""
+    src = ("import torch\n"
+           "def rnn_cell(x, h, W_x, W_h, b):\n    return torch.rnn_tanh_cell(x, h, W_x.T, W_h.T, b, b)\n"
+           "def rnn_forward(X, h0, W_x, W_h, b):\n    return rnn_cell(X[:, 0], h0, W_x, W_h, b)\n"
+           "def rnn_bptt(X, h0, W_x, W_h, b, dH):\n    return rnn_forward(X, h0, W_x, W_h, b)\n")
+    assert forbidden_hits(src, "rnn_bptt", (RECURRENT,))
+    assert forbidden_hits(src, "rnn_bptt", (RECURRENT,), replaced=("rnn_cell", "rnn_forward")) == []
+    assert forbidden_hits(src, "rnn_cell", (RECURRENT,), replaced=("rnn_cell",))

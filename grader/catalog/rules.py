@@ -2,57 +2,84 @@
 lists, checked statically (grader.pipeline.static: what names and imports prove) and at run time
 (tripwires and the ATen dispatch-mode net, grader.sandbox.tripwires). ATen patterns are substrings
 of operator names ("aten::lstm" matches aten::lstm_cell): no operator that correct tensor code
-reaches contains them."""
+reaches contains them.
+
+`static` holds only names the source can prove: a dotted name resolved through the imports
+(`F.relu` is torch.nn.functional.relu). A method of a value whose type the source does not show
+(`z.relu()`, `loss.backward()`, `unit.sign(z)`) proves nothing, since a student's own class may
+have a method of that name: each such shortcut is in `patch` as a method of torch.Tensor
+(`torch.Tensor.relu`), where only a real tensor's call trips, and in `aten` where it has a kernel.
+Each rule's `# Rationale:` says what it forbids and what its static names prove; its `rationale`
+is what the student reads: why, and what to do instead."""
 from grader.catalog.spec import Forbidden
 
 # ----------------------------------------------------------------------------- shared
 # Rationale: manual-backprop exercises are about deriving the gradient; autograd would compute it.
+# Static names prove a call into autograd's gradient machinery (torch.autograd.grad/backward, its
+# functional and forward-mode APIs, the engine itself, torch.func's transforms, and
+# requires_grad=True given to a torch function); torch.autograd.Function, no_grad, vmap and
+# requires_grad=False are not uses. `.backward()` and `.requires_grad_()` are methods: a tensor's
+# trips at run time (requires_grad_ only when it switches autograd on), a student's own class's
+# never; every backward pass, whatever its route, goes through the engine, which is watched too.
+_FUNC_TRANSFORMS = ("grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "linearize")
+_AUTOGRAD_FUNCTIONAL = ("jacobian", "hessian", "vjp", "jvp", "hvp", "vhp")
 AUTOGRAD = Forbidden(
     name="autograd",
-    rationale="this exercise is backprop by hand: compute the gradient with tensor operations, without "
-              "torch.autograd, .backward() or requires_grad",
-    static=("attr:backward", "torch.autograd", "kw:requires_grad", "attr:requires_grad_", "attr:requires_grad",
-            "torch.func"),
+    rationale="this exercise is backprop by hand: compute the gradient from its formula with tensor operations "
+              "(your own layer classes and their backward methods are fine), not with torch.autograd, "
+              "torch.func, a tensor's .backward() or requires_grad=True",
+    static=("torch.autograd.grad", "torch.autograd.backward", "torch.autograd.functional", "torch.autograd.forward_ad",
+            "torch.autograd.graph._engine_run_backward", "torch.autograd._engine_run_backward",
+            "torch.autograd.Variable._execution_engine", "torch.autograd.variable.Variable._execution_engine",
+            "torch._C._ImperativeEngine", "torch._C._EngineBase",
+            *(f"torch.func.{f}" for f in _FUNC_TRANSFORMS), *(f"functorch.{f}" for f in _FUNC_TRANSFORMS),
+            "kw:requires_grad"),
     patch=("torch.Tensor.backward", "torch.autograd.backward", "torch.autograd.grad", "torch.Tensor.requires_grad_",
-           "torch.autograd.functional.jacobian", "torch.autograd.functional.vjp", "torch.func.grad",
-           "torch.func.vjp"))
+           *(f"torch.autograd.functional.{f}" for f in _AUTOGRAD_FUNCTIONAL), "torch.autograd.forward_ad.make_dual",
+           *(f"torch.func.{f}" for f in _FUNC_TRANSFORMS), "torch.autograd.variable.Variable._execution_engine",
+           "torch._C._ImperativeEngine"))
 
 # ----------------------------------------------------------------------------- neurons
-# Rationale: heaviside is one comparison; torch.heaviside would be the whole exercise.
+# Rationale: heaviside is one comparison; torch.heaviside would be the whole exercise. Static: the
+# function's name; z.heaviside(...) trips at run time (Tensor method, aten::heaviside).
 HEAVISIDE = Forbidden(
     name="torch.heaviside", rationale="this exercise is the step function itself: build it from a comparison",
-    static=("torch.heaviside", "attr:heaviside"),
-    patch=("torch.heaviside", "torch.Tensor.heaviside"),
+    static=("torch.heaviside",),
+    patch=("torch.heaviside", "torch.Tensor.heaviside", "torch.Tensor.heaviside_"),
     aten=("aten::heaviside",))
-# Rationale: sign is two comparisons; torch.sign/sgn would be the whole exercise.
+# Rationale: sign is two comparisons; torch.sign/sgn would be the whole exercise. Static: the
+# functions' names; z.sign() / z.sgn() trip at run time (Tensor methods, aten::sign).
 SIGN = Forbidden(
     name="torch.sign", rationale="this exercise is the sign function itself: build it from comparisons",
-    static=("torch.sign", "torch.sgn", "attr:sign", "attr:sgn"),
-    patch=("torch.sign", "torch.sgn", "torch.Tensor.sign", "torch.Tensor.sgn"),
+    static=("torch.sign", "torch.sgn"),
+    patch=("torch.sign", "torch.sgn", "torch.Tensor.sign", "torch.Tensor.sgn", "torch.Tensor.sign_",
+           "torch.Tensor.sgn_"),
     aten=("aten::sign", "aten::sgn"))
 
 # ----------------------------------------------------------------------------- activations
 # Rationale: the sigmoid is the exercise; torch.sigmoid (and its aliases) would skip the stable formula.
+# Static: the functions' and module's names; z.sigmoid() trips at run time (Tensor method, aten::sigmoid).
 SIGMOID = Forbidden(
     name="torch.sigmoid", rationale="this exercise is the sigmoid itself: write it with torch.exp, stably",
     static=("torch.sigmoid", "torch.special.expit", "torch.nn.functional.sigmoid", "torch.nn.Sigmoid",
-            "attr:sigmoid", "torch.nn.functional.logsigmoid"),
+            "torch.nn.functional.logsigmoid"),
     patch=("torch.sigmoid", "torch.special.expit", "torch.nn.functional.sigmoid", "torch.Tensor.sigmoid",
-           "torch.nn.Sigmoid", "torch.nn.functional.logsigmoid"),
+           "torch.Tensor.sigmoid_", "torch.nn.Sigmoid", "torch.nn.functional.logsigmoid"),
     aten=("aten::sigmoid", "aten::log_sigmoid"))
-# Rationale: tanh is the exercise; torch.tanh would skip the stable formula.
+# Rationale: tanh is the exercise; torch.tanh would skip the stable formula. Static: the functions'
+# and module's names; z.tanh() trips at run time (Tensor method, aten::tanh).
 TANH = Forbidden(
     name="torch.tanh", rationale="this exercise is tanh itself: write it with torch.exp (or a stable sigmoid), stably",
-    static=("torch.tanh", "torch.nn.functional.tanh", "torch.nn.Tanh", "attr:tanh"),
-    patch=("torch.tanh", "torch.nn.functional.tanh", "torch.Tensor.tanh", "torch.nn.Tanh"),
+    static=("torch.tanh", "torch.nn.functional.tanh", "torch.nn.Tanh"),
+    patch=("torch.tanh", "torch.nn.functional.tanh", "torch.Tensor.tanh", "torch.Tensor.tanh_", "torch.nn.Tanh"),
     aten=("aten::tanh",))
-# Rationale: relu is the exercise; torch.relu and nn.ReLU would be the whole answer.
+# Rationale: relu is the exercise; torch.relu and nn.ReLU would be the whole answer. Static: the
+# functions' and module's names; z.relu() / z.relu_() trip at run time (Tensor methods, aten::relu).
 RELU = Forbidden(
     name="torch.relu", rationale="this exercise is relu itself: use torch.clamp, torch.maximum or torch.where",
-    static=("torch.relu", "torch.relu_", "torch.nn.functional.relu", "torch.nn.functional.relu_", "torch.nn.ReLU",
-            "attr:relu", "attr:relu_"),
+    static=("torch.relu", "torch.relu_", "torch.nn.functional.relu", "torch.nn.functional.relu_", "torch.nn.ReLU"),
     patch=("torch.relu", "torch.relu_", "torch.nn.functional.relu", "torch.nn.functional.relu_",
-           "torch.Tensor.relu", "torch.nn.ReLU"),
+           "torch.Tensor.relu", "torch.Tensor.relu_", "torch.nn.ReLU"),
     aten=("aten::relu",))
 # Rationale: leaky relu is the exercise; F.leaky_relu (and prelu/rrelu) would be the whole answer.
 LEAKY_RELU = Forbidden(
@@ -77,23 +104,25 @@ GELU = Forbidden(
     static=_GELU_APIS, patch=_GELU_APIS,
     aten=("aten::gelu",))
 # Rationale: softmax and log_softmax are each other's shortcut (softmax = exp(log_softmax)), so one
-# rule covers both; the max trick and the normalisation are the exercise.
+# rule covers both; the max trick and the normalisation are the exercise. Static: the functions'
+# and modules' names; z.softmax(dim) / z.log_softmax(dim) trip at run time (Tensor methods, ATen).
 SOFTMAX = Forbidden(
     name="torch.softmax",
     rationale="this exercise is the stable softmax itself: subtract the max, exponentiate, normalise "
               "(torch.softmax, torch.log_softmax and their functional forms do all of it)",
     static=("torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax", "torch.nn.Softmax",
-            "attr:softmax", "torch._softmax", "torch.log_softmax", "torch.nn.functional.log_softmax",
-            "torch.special.log_softmax", "torch.nn.LogSoftmax", "attr:log_softmax", "torch._log_softmax"),
+            "torch._softmax", "torch.log_softmax", "torch.nn.functional.log_softmax",
+            "torch.special.log_softmax", "torch.nn.LogSoftmax", "torch._log_softmax"),
     patch=("torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax", "torch.Tensor.softmax",
            "torch.nn.Softmax", "torch._softmax", "torch.log_softmax", "torch.nn.functional.log_softmax",
            "torch.special.log_softmax", "torch.Tensor.log_softmax", "torch.nn.LogSoftmax", "torch._log_softmax"),
     aten=("aten::_softmax", "aten::_log_softmax", "aten::softmax", "aten::log_softmax"))
-# Rationale: logsumexp is the stable half of log_softmax; writing it is the exercise.
+# Rationale: logsumexp is the stable half of log_softmax; writing it is the exercise. Static: the
+# functions' names; z.logsumexp(dim) trips at run time (Tensor method, aten::logsumexp).
 LOGSUMEXP = Forbidden(
     name="torch.logsumexp",
     rationale="log_softmax is z minus the stable log-sum-exp: write that part yourself with the max trick",
-    static=("torch.logsumexp", "torch.special.logsumexp", "attr:logsumexp"),
+    static=("torch.logsumexp", "torch.special.logsumexp"),
     patch=("torch.logsumexp", "torch.special.logsumexp", "torch.Tensor.logsumexp"),
     aten=("aten::logsumexp",))
 

@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from grader import __version__, threads
 from grader.catalog.spec import ExerciseSpec
 from grader.config import Config
-from grader.pipeline import imports, scoring, static
+from grader.pipeline import forbidden, imports, scoring, static
 from grader.pipeline.cases import build_cases, references
 from grader.pipeline.context import Context
 from grader.pipeline import precision
@@ -100,11 +100,10 @@ def grade_exercise(spec: ExerciseSpec, ctx: Context) -> ExerciseResult:
     if spec.module not in sub.files:
         return ExerciseResult(status=Status.ERROR, points=0.0, message=f"your submission has no {spec.module}.py: "
                               f"add the module (start from exercises/{spec.module}.py)", **base)
-    hits = static.forbidden_hits(sub.files[spec.module], spec.function, spec.forbidden)
+    hits = static.forbidden_hits(sub.files[spec.module], spec.function, spec.forbidden, replaced=tuple(spec.depends))
     if hits:
-        listed = "; ".join(f"{h.what} (line {h.line}): {h.rule}" for h in hits[:5])
         return ExerciseResult(status=Status.FORBIDDEN, points=0.0, seconds=time.monotonic() - start,
-                              message=f"uses a forbidden API: {listed}. {_rationale(spec, hits[0].rule)}", **base)
+                              message=forbidden.static_message(spec, hits, sub.files[spec.module]), **base)
     load = imports.module_load(spec.module, ctx)
     cases = build_cases(spec, ctx.config.secret_seed)
     runner = CaseRunner(spec, ctx, load)
@@ -115,18 +114,11 @@ def grade_exercise(spec: ExerciseSpec, ctx: Context) -> ExerciseResult:
     results = precision.annotate(results)   # needs every case: float64 misses of float32's size
     ran = dict(cases=tuple(results), notes=(*load.notes, *runner.notes()), output=output, output_truncated=truncated)
     if runner.forbidden_hits:
-        listed = "; ".join(f"{h['via']}: {h['rule']}" for h in runner.forbidden_hits[:5])
         return ExerciseResult(status=Status.FORBIDDEN, points=0.0, seconds=time.monotonic() - start,
-                              message=f"called a forbidden API while running: {listed}. "
-                                      f"{_rationale(spec, runner.forbidden_hits[0]['rule'])}", **ran, **base)
+                              message=forbidden.runtime_message(spec, runner.forbidden_hits, load.files),
+                              **ran, **base)
     where = base["source_file"] + (f", line {base['source_line']}" if base["source_line"] else "")
     summary = scoring.summarise(results, base["max_points"], where, load.import_error)
     return ExerciseResult(status=summary.status, points=summary.points, message=summary.message,
                           diagnosis=summary.diagnosis, seconds=time.monotonic() - start, **ran, **base)
 
-
-def _rationale(spec: ExerciseSpec, rule_name: str) -> str:
-    for rule in (*spec.forbidden, static.ALWAYS):
-        if rule.name == rule_name:
-            return f"Why: {rule.rationale}."
-    return ""

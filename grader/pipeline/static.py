@@ -1,12 +1,21 @@
 """Static checks on the student's source, done in the parent on text (nothing is executed).
 
+The scan decides only what the source proves: a name that resolves, through imports and
+aliases, to a forbidden object. A method called on a value whose type the source does not show
+(`layer.backward(...)`, `v.relu()`, `z.sign()`) proves nothing, since the student's own classes
+may have methods of those names; such calls are left to the run-time tripwires
+(grader.sandbox.tripwires), which see the real call (`torch.Tensor.backward`, `aten::relu`).
+
 - forbidden names reachable from the exercise's function: aliases are resolved
-  (`import torch.nn.functional as F; F.conv2d` is `torch.nn.functional.conv2d`), and module-level
-  helpers the function calls are followed;
-- `getattr(obj, "literal")` naming a forbidden attribute;
+  (`import torch.nn.functional as F; F.conv2d` is `torch.nn.functional.conv2d`), module-level
+  imports everywhere and a function's own imports inside it, and module-level helpers and classes
+  the function names are followed (but not those the grader replaces with its substitutes);
+- `getattr(module, "literal")` where the module resolves and module.literal is forbidden;
 - importing the grader or the worked solutions, forbidden everywhere.
-Patterns: a dotted name (`torch.nn.functional.conv2d`), `attr:NAME` (any attribute of that
-name, e.g. `.backward`), `kw:NAME` (a keyword argument, e.g. `requires_grad=True`).
+Patterns: a dotted name (`torch.nn.functional.conv2d`, or a prefix such as `torch.func`), or
+`kw:NAME`: the keyword NAME given a true constant in a call of a torch function
+(`torch.zeros(3, requires_grad=True)`; `requires_grad=False`, a variable, or a call of the
+student's own function prove nothing).
 """
 from __future__ import annotations
 
@@ -17,9 +26,11 @@ from grader.catalog.spec import Forbidden
 
 ALWAYS = Forbidden(
     name="importing the grader or the solutions",
-    rationale="the grader's references and the worked solutions compute the expected answers",
+    rationale="the grader's references and the worked solutions compute the expected answers: "
+              "remove the import and compute the answer yourself",
     static=("grader", "solutions"),
 )
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
 @dataclass(frozen=True)
@@ -29,9 +40,29 @@ class StaticHit:
     line: int
 
 
-def _aliases(tree: ast.AST) -> dict[str, str]:
+@dataclass(frozen=True)
+class _Patterns:
+    dotted: list[tuple[str, Forbidden]]
+    keywords: list[tuple[str, Forbidden]]
+
+    @classmethod
+    def of(cls, rules: tuple[Forbidden, ...]) -> "_Patterns":
+        dotted, keywords = [], []
+        for rule in rules:
+            for p in rule.static:
+                if p.startswith("kw:"):
+                    keywords.append((p[3:], rule))
+                elif ":" in p:
+                    raise ValueError(f"rule {rule.name!r}: static pattern {p!r} is neither a dotted name nor kw:NAME")
+                else:
+                    dotted.append((p, rule))
+        return cls(dotted, keywords)
+
+
+def _imports(nodes) -> dict[str, str]:
+    """Alias -> dotted name for the imports among `nodes` (walked in full)."""
     out: dict[str, str] = {}
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Import):
             for a in node.names:
                 out[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
@@ -41,13 +72,24 @@ def _aliases(tree: ast.AST) -> dict[str, str]:
     return out
 
 
+def _module_level(tree: ast.Module):
+    """Every node of the module outside function and class bodies (imports under `if`/`try` too)."""
+    todo = list(tree.body)
+    while todo:
+        node = todo.pop()
+        yield node
+        if not isinstance(node, _DEFS):
+            todo.extend(ast.iter_child_nodes(node))
+
+
 def _dotted(node: ast.AST, aliases: dict[str, str]) -> str | None:
+    """`F.conv2d` -> 'torch.nn.functional.conv2d' when the chain starts at an imported name; else None."""
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
         node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(aliases.get(node.id, node.id))
+    if isinstance(node, ast.Name) and node.id in aliases:
+        parts.append(aliases[node.id])
         return ".".join(reversed(parts))
     return None
 
@@ -60,8 +102,9 @@ def _strip_docstring(fn: ast.AST) -> list[ast.stmt]:
     return body
 
 
-def _reachable(tree: ast.Module, function: str) -> list[ast.AST]:
-    defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+def _reachable(tree: ast.Module, function: str, replaced: tuple[str, ...]) -> list[ast.AST]:
+    defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and (n.name == function or n.name not in replaced)}
     seen, todo, out = set(), [function], []
     while todo:
         name = todo.pop()
@@ -75,16 +118,37 @@ def _reachable(tree: ast.Module, function: str) -> list[ast.AST]:
     return out
 
 
-def forbidden_hits(source: str, function: str, rules: tuple[Forbidden, ...]) -> list[StaticHit]:
-    """Forbidden uses in `function` (and the module helpers it calls). Unparseable source: none."""
+def forbidden_hits(source: str, function: str, rules: tuple[Forbidden, ...],
+                   replaced: tuple[str, ...] = ()) -> list[StaticHit]:
+    """Forbidden uses in `function` (and the module helpers it calls). Unparseable source: none.
+
+    `replaced`: the helpers the grader puts its own substitute in place of while grading this
+    exercise (the spec's `depends`); the student's versions never run there, so they are not
+    followed (their own exercises charge them)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return []
-    aliases = _aliases(tree)
-    hits: list[StaticHit] = []
-    reachable = _reachable(tree, function)
-    # ALWAYS: imports at the top level count for every exercise, those in functions where reachable.
+    patterns = _Patterns.of(rules)
+    module_aliases = _imports(_module_level(tree))
+    reachable = _reachable(tree, function, replaced)
+    hits = _always_hits(tree, reachable)
+    for fn in reachable:
+        aliases = {**module_aliases, **_imports(ast.walk(fn))}
+        for stmt in _strip_docstring(fn):
+            for node in ast.walk(stmt):
+                hits.extend(_check_node(node, aliases, patterns))
+    unique, seen = [], set()
+    for h in hits:
+        if (h.rule, h.what) not in seen:
+            seen.add((h.rule, h.what))
+            unique.append(h)
+    return unique
+
+
+def _always_hits(tree: ast.Module, reachable: list[ast.AST]) -> list[StaticHit]:
+    """ALWAYS: imports at the top level count for every exercise, those in functions where reachable."""
+    hits = []
     for scope in [tree.body, *[fn.body for fn in reachable]]:
         for stmt in scope:
             for node in ast.walk(stmt) if scope is not tree.body else [stmt]:
@@ -96,46 +160,39 @@ def forbidden_hits(source: str, function: str, rules: tuple[Forbidden, ...]) -> 
                 for n in names:
                     if n.split(".")[0] in ALWAYS.static:
                         hits.append(StaticHit(ALWAYS.name, f"import {n}", node.lineno))
-    dotted_rules = [(p, r) for r in rules for p in r.static if ":" not in p]
-    leaf_rules = [(p.rsplit(".", 1)[-1], r) for p, r in dotted_rules]
-    attr_rules = [(p[5:], r) for r in rules for p in r.static if p.startswith("attr:")]
-    kw_rules = [(p[3:], r) for r in rules for p in r.static if p.startswith("kw:")]
-    for fn in reachable:
-        for stmt in _strip_docstring(fn):
-            for node in ast.walk(stmt):
-                hits.extend(_check_node(node, aliases, dotted_rules, leaf_rules, attr_rules, kw_rules))
-    unique, seen = [], set()
-    for h in hits:
-        if (h.rule, h.what) not in seen:
-            seen.add((h.rule, h.what))
-            unique.append(h)
-    return unique
+    return hits
 
 
-def _check_node(node, aliases, dotted_rules, leaf_rules, attr_rules, kw_rules) -> list[StaticHit]:
+def _matches(name: str, patterns: _Patterns) -> list[Forbidden]:
+    return [rule for pattern, rule in patterns.dotted if name == pattern or name.startswith(pattern + ".")]
+
+
+def _check_node(node: ast.AST, aliases: dict[str, str], patterns: _Patterns) -> list[StaticHit]:
     out = []
     line = getattr(node, "lineno", 0)
     if isinstance(node, (ast.Attribute, ast.Name)):
         name = _dotted(node, aliases)
         if name:
-            for pattern, rule in dotted_rules:
-                if name == pattern or name.startswith(pattern + "."):
-                    out.append(StaticHit(rule.name, name, line))
-        if isinstance(node, ast.Attribute):
-            for attr, rule in attr_rules:
-                if node.attr == attr:
-                    out.append(StaticHit(rule.name, f".{attr}", line))
-    if isinstance(node, ast.Call):
+            out += [StaticHit(rule.name, name, line) for rule in _matches(name, patterns)]
+    if not isinstance(node, ast.Call):
+        return out
+    fname = _dotted(node.func, aliases) or ""
+    # Rationale: a keyword is proof only in a call of torch's own (the student's Value(...,
+    # requires_grad=True) is their own engine) and only with a true constant (False turns it off).
+    if fname == "torch" or fname.startswith("torch."):
         for kw in node.keywords:
-            for name, rule in kw_rules:
-                if kw.arg == name:
-                    out.append(StaticHit(rule.name, f"{name}=...", line))
-        fname = _dotted(node.func, aliases) or ""
-        if fname in ("getattr", "builtins.getattr") and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant):
-            lit = node.args[1].value
-            for leaf, rule in leaf_rules + attr_rules:
-                if lit == leaf:
-                    out.append(StaticHit(rule.name, f"getattr(..., {lit!r})", line))
+            if isinstance(kw.value, ast.Constant) and kw.value.value:
+                out += [StaticHit(rule.name, f"{kw.arg}={kw.value.value!r}", line)
+                        for name, rule in patterns.keywords if kw.arg == name]
+    # Rationale: getattr(F, "relu") is F.relu when F resolves; getattr(layer, "relu") proves nothing.
+    is_getattr = fname == "builtins.getattr" or (isinstance(node.func, ast.Name) and node.func.id == "getattr")
+    if is_getattr and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) \
+            and isinstance(node.args[1].value, str):
+        owner = _dotted(node.args[0], aliases)
+        if owner:
+            name = f"{owner}.{node.args[1].value}"
+            out += [StaticHit(rule.name, f"getattr(..., {node.args[1].value!r})", line)
+                    for rule in _matches(name, patterns)]
     return out
 
 

@@ -3,9 +3,14 @@
 Two nets, both recording into one list that travels back with each call's reply:
 - attribute tripwires: the forbidden callables (`torch.nn.functional.conv2d`, ...) are
   replaced on their modules by wrappers that record the hit, so names reached through
-  `getattr`, `importlib` or aliases still trip;
+  `getattr`, `importlib` or aliases still trip. Methods of torch.Tensor (`torch.Tensor.relu`,
+  `torch.Tensor.backward`) are replaced on the class: a tensor's `z.relu()` trips, a method of
+  the student's own class named `relu` never does. A forbidden object that is neither a function
+  nor a class (autograd's engine) is replaced by a proxy whose every method call trips;
 - a dispatch mode: every ATen operator the student's code reaches is checked against the
   forbidden operator names, whatever Python route led there (`torch.ops.aten.*` included).
+Each hit records the line of the student's code that made the call (the innermost frame of the
+call stack outside torch, the standard library and the grader), so the message can quote it.
 Hostile code running in the same process could undo these; they back up the static check,
 and whatever they miss, the output is still judged in the parent.
 """
@@ -13,17 +18,41 @@ from __future__ import annotations
 
 import functools
 import importlib
-from typing import Any
+import os
+import sys
+import sysconfig
+from typing import Any, Callable
 
+import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+
+_NOT_STUDENT = tuple(os.path.realpath(p) + os.sep for p in {
+    os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    *(sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib"))})
+
+# Rationale: requires_grad_(False) switches autograd off; only a request to switch it on is a use.
+# dotted -> (position of the flag among the call's arguments, self included; its keyword; default).
+_ONLY_WHEN_TRUE = {"torch.Tensor.requires_grad_": (1, "requires_grad", True)}
+
+
+def _student_line() -> tuple[str, int]:
+    """(file name, line) of the innermost frame of the student's code on the stack; ("", 0) if none."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        path = frame.f_code.co_filename
+        if not path.startswith("<") and not os.path.realpath(path).startswith(_NOT_STUDENT):
+            return os.path.basename(path), frame.f_lineno
+        frame = frame.f_back
+    return "", 0
 
 
 class Hits:
     def __init__(self) -> None:
-        self.items: list[dict[str, str]] = []
+        self.items: list[dict[str, Any]] = []
 
     def add(self, rule: str, via: str) -> None:
-        hit = {"rule": rule, "via": via}
+        file, line = _student_line()
+        hit = {"rule": rule, "via": via, "file": file, "line": line}
         if hit not in self.items and len(self.items) < 20:
             self.items.append(hit)
 
@@ -63,12 +92,42 @@ def _wire(original: Any, rule: str, dotted: str, hits: Hits) -> Any:
         Tripped.__name__ = original.__name__
         Tripped.__qualname__ = original.__qualname__
         return Tripped
+    if not callable(original):
+        return _Watched(original, lambda: hits.add(rule, dotted))
+    trips = _condition(dotted)
 
     @functools.wraps(original)
     def tripped(*a, **k):
-        hits.add(rule, dotted)
+        if trips(a, k):
+            hits.add(rule, dotted)
         return original(*a, **k)
     return tripped
+
+
+def _condition(dotted: str) -> Callable[[tuple, dict], bool]:
+    if dotted not in _ONLY_WHEN_TRUE:
+        return lambda a, k: True
+    index, keyword, default = _ONLY_WHEN_TRUE[dotted]
+    return lambda a, k: bool(a[index] if len(a) > index else k.get(keyword, default))
+
+
+class _Watched:
+    """Stands in for a forbidden object: any method called on it trips, then runs on the original."""
+
+    def __init__(self, original: Any, trip: Callable[[], None]) -> None:
+        object.__setattr__(self, "_original", original)
+        object.__setattr__(self, "_trip", trip)
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._original, name)
+        if not callable(value):
+            return value
+
+        @functools.wraps(value)
+        def tripped(*a, **k):
+            self._trip()
+            return value(*a, **k)
+        return tripped
 
 
 class AtenWatch(TorchDispatchMode):
