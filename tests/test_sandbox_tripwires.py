@@ -1,0 +1,129 @@
+"""The run-time tripwires (grader.sandbox.tripwires) where the static scan proves nothing: a real
+tensor's method trips, a method of the student's own class of the same name never does, and each
+hit names the line of the student's code that made the call.
+
+install() patches torch for the life of the process (the sandbox's child dies after one
+exercise), so the probes run in a subprocess of their own, from a script file outside torch and
+the grader: that file stands for the student's module.
+"""
+import json
+import subprocess
+import sys
+import textwrap
+from dataclasses import asdict
+
+import torch
+
+from conftest import ROOT
+from grader.catalog import rules
+
+PROBE = textwrap.dedent('''
+    import json, sys
+    import torch
+    from grader.catalog import rules
+    from grader.sandbox import tripwires
+    from dataclasses import asdict
+
+    hits = tripwires.Hits()
+    tripwires.install([asdict(r) for r in (rules.RELU, rules.SIGMOID, rules.SIGN, rules.AUTOGRAD)], hits)
+
+
+    class Value:                                  # a micrograd-style class of the student's own
+        def __init__(self, data):
+            self.data = data
+
+        def relu(self):
+            return Value(max(self.data, 0.0))
+
+        def sign(self):
+            return 1.0 if self.data > 0 else -1.0
+
+        def backward(self):
+            return 1.0
+
+        def requires_grad_(self, flag=True):
+            return self
+
+
+    def probe(name, fn):
+        before = len(hits.items)
+        fn()
+        return name, hits.items[before:]
+
+
+    z = torch.tensor([-1.0, 2.0])
+    report = dict([
+        probe("own_methods", lambda: (Value(-2.0).relu(), Value(1.0).sign(), Value(1.0).backward(),
+                                      Value(0.0).requires_grad_(True))),
+        probe("relu", lambda: z.relu()),
+        probe("relu_", lambda: z.clone().relu_()),
+        probe("sigmoid", lambda: z.sigmoid()),
+        probe("sign", lambda: z.sign()),
+        probe("requires_grad_off", lambda: (z.clone().requires_grad_(False),
+                                            z.clone().requires_grad_(requires_grad=False))),
+        probe("requires_grad_on", lambda: z.clone().requires_grad_()),
+    ])
+
+    def attribute_then_backward():
+        x = z.clone()
+        x.requires_grad = True
+        (x * x).sum().backward()
+    report.update(dict([probe("attribute_then_backward", attribute_then_backward)]))
+
+    def engine_directly():
+        x = z.clone()
+        x.requires_grad = True
+        y = (x * x).sum()
+        engine = torch.autograd.Variable._execution_engine
+        engine.run_backward((y,), (torch.ones(()),), False, False, (), allow_unreachable=True, accumulate_grad=True)
+    report.update(dict([
+        probe("engine_directly", engine_directly),
+        probe("func_jvp", lambda: torch.func.jvp(torch.sin, (z,), (torch.ones_like(z),))),
+        probe("functional_jacobian", lambda: torch.autograd.functional.jacobian(torch.sin, z)),
+    ]))
+    lines = {}
+    for i, text in enumerate(open(__file__).read().splitlines(), 1):
+        for n in ("z.relu()", "x * x).sum().backward()"):
+            if n in text:
+                lines.setdefault(n, i)                # the first: the call, not this search
+    print(json.dumps({"report": report, "lines": lines}))
+''')
+
+
+def _run_probe(tmp_path):
+    script = tmp_path / "student_module.py"
+    script.write_text(PROBE)
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def test_tensor_methods_trip_and_the_students_own_methods_never_do(tmp_path):
+    out = _run_probe(tmp_path)
+    report, lines = out["report"], out["lines"]
+    vias = {name: [h["via"] for h in hits] for name, hits in report.items()}
+    assert vias["own_methods"] == []
+    assert vias["relu"] == ["torch.Tensor.relu"] and vias["relu_"] == ["torch.Tensor.relu_"]
+    assert vias["sigmoid"] == ["torch.Tensor.sigmoid"] and vias["sign"] == ["torch.Tensor.sign"]
+    assert vias["requires_grad_off"] == [] and vias["requires_grad_on"] == ["torch.Tensor.requires_grad_"]
+    # x.requires_grad = True sets a flag (not patchable, and harmless alone); the backward trips
+    assert vias["attribute_then_backward"][0] == "torch.Tensor.backward"
+    assert "torch.autograd.variable.Variable._execution_engine" in vias["attribute_then_backward"]
+    assert vias["engine_directly"] == ["torch.autograd.variable.Variable._execution_engine"]
+    assert "torch.func.jvp" in vias["func_jvp"] and "torch.autograd.forward_ad.make_dual" in vias["func_jvp"]
+    assert vias["functional_jacobian"][0] == "torch.autograd.functional.jacobian"
+    (relu,) = report["relu"]
+    assert (relu["rule"], relu["file"], relu["line"]) == ("torch.relu", "student_module.py", lines["z.relu()"])
+    backward = report["attribute_then_backward"][0]
+    assert (backward["file"], backward["line"]) == ("student_module.py", lines["x * x).sum().backward()"])
+
+
+def test_every_tensor_method_a_rule_patches_exists():
+    """A misspelt torch.Tensor.<method> in a rule would be skipped silently by install()."""
+    for rule in vars(rules).values():
+        if isinstance(rule, rules.Forbidden):
+            for dotted in rule.patch:
+                if dotted.startswith("torch.Tensor."):
+                    assert hasattr(torch.Tensor, dotted.rsplit(".", 1)[1]), (rule.name, dotted)
+    assert asdict(rules.RELU)["patch"]

@@ -1,0 +1,106 @@
+"""Correct code written the way textbooks write it is never FORBIDDEN, and real autograd still is.
+
+The static scan proves only names that resolve to a forbidden object; a method of a value whose
+type the source does not show is the run-time tripwires' to judge (grader.pipeline.static,
+grader.sandbox.tripwires). The scenarios (tests/fixtures/submissions/<name>/, built by
+tests/scenarios.py):
+
+- textbook_layer_classes: an object-oriented layer with its own forward/backward methods for
+  every manual-gradient exercise (CS231n, d2l.ai style);
+- textbook_value_class: a micrograd-style Value class whose methods are named relu, sigmoid,
+  tanh, softmax, log_softmax, logsumexp, backward, and a TLU class with heaviside/sign methods;
+- requires_grad_false: requires_grad=False on torch.zeros(...), requires_grad_(False), reading it;
+- autograd_routes: real autograd by every route, each caught statically where the source proves
+  it and at run time where it does not;
+- tensor_method_shortcuts: PyTorch's activation as a method of the input tensor (z.relu()).
+"""
+import pytest
+
+import scenarios
+from grader.catalog import catalog
+
+# Every manual-gradient exercise: autograd is forbidden there.
+MANUAL_GRADIENTS = sorted(i for i, s in catalog().items() if "autograd" in {r.name for r in s.forbidden}
+                          and i != "mlp.train_xor")   # judged by training, with the course's mlp_backward
+CORRECT = {
+    "textbook_layer_classes": MANUAL_GRADIENTS + ["rnn.rnn_bptt", "tokens.embedding_backward"],
+    "textbook_value_class": ["activations.sigmoid", "activations.sigmoid_grad", "activations.tanh",
+                             "activations.tanh_grad", "activations.relu", "activations.relu_grad",
+                             "activations.softmax", "activations.log_softmax", "neurons.heaviside", "neurons.sign"],
+    "requires_grad_false": ["tokens.embedding_backward", "losses.mse_loss_grad"],
+}
+# (exercise, how it is caught, the source line the message must quote)
+AUTOGRAD_ROUTES = [
+    ("losses.mse_loss_grad", "run", "loss.backward()"),
+    ("losses.cross_entropy_grad", "run", "ce.backward()"),                        # x.requires_grad = True first
+    ("activations.sigmoid_grad", "static", "(g,) = torch.autograd.grad(sigmoid(x).sum(), x)"),
+    ("activations.tanh_grad", "static", "return torch.func.grad(lambda x: tanh(x).sum())(z)"),
+    ("activations.relu_grad", "static", "_, pullback = vjp(relu, z)"),
+    ("activations.leaky_relu_grad", "run", "self.out.backward(dout)"),            # inside the student's backward
+    ("activations.elu_grad", "run", "(g,) = engine.grad(elu(x, alpha).sum(), x)"),
+    ("activations.gelu_grad", "run", "_, pullback = transforms.vjp(gelu, z)"),
+    ("rnn.rnn_bptt", "run", "(H * dH).sum().backward()"),
+    ("tokens.embedding_backward", "run", "out.backward(d_out)"),
+    ("mlp.linear_backward", "static", "b = torch.zeros(W.shape[1], dtype=X.dtype, requires_grad=True)"),
+    ("mlp.mlp_backward", "run", "loss, pullback = func.vjp(loss_of, flat)"),
+]
+TENSOR_METHODS = [
+    ("activations.sigmoid", "return z.sigmoid()", "torch.Tensor.sigmoid"),
+    ("activations.tanh", "return z.tanh()", "torch.Tensor.tanh"),
+    ("activations.relu", "return z.clone().relu_()", "torch.Tensor.relu_"),
+    ("activations.softmax", "return z.softmax(dim)", "torch.Tensor.softmax"),
+    ("activations.log_softmax", "return z - z.logsumexp(dim=dim, keepdim=True)", "torch.Tensor.logsumexp"),
+    ("neurons.heaviside", "return z.heaviside(torch.ones_like(z))", "torch.Tensor.heaviside"),
+    ("neurons.sign", "return z.sign()", "torch.Tensor.sign"),
+]
+CAUGHT = {"static": "uses a forbidden API: ", "run": "called a forbidden API while running: "}
+
+
+@pytest.fixture(scope="module")
+def graded(grade_dir):
+    cache = {}
+
+    def get(folder, ids):
+        if folder not in cache:
+            result = grade_dir(scenarios.submission(folder), *ids)
+            cache[folder] = {e.id: e for e in result.exercises}
+        return cache[folder]
+    return get
+
+
+def _line_of(folder, exercise, text):
+    """The line of `text` in the built module (the scenario spliced into the solution)."""
+    lines = [i for i, line in enumerate(scenarios.source(folder, exercise.split(".")[0]).splitlines(), 1)
+             if line.strip() == text]
+    assert len(lines) == 1, (folder, text, lines)
+    return lines[0]
+
+
+def test_every_manual_gradient_exercise_has_a_layer_class_fixture():
+    assert set(MANUAL_GRADIENTS) <= set(CORRECT["textbook_layer_classes"])
+    assert {"rnn.rnn_bptt", "tokens.embedding_backward", "losses.cross_entropy_grad", "mlp.mlp_backward",
+            "activations.gelu_grad"} <= set(MANUAL_GRADIENTS)
+
+
+@pytest.mark.parametrize("folder,exercise", [(f, i) for f, ids in CORRECT.items() for i in ids])
+def test_textbook_code_scores_full_marks(graded, folder, exercise):
+    e = graded(folder, CORRECT[folder])[exercise]
+    assert e.status.value == "passed" and e.points == e.max_points > 0, (e.status, e.message)
+
+
+@pytest.mark.parametrize("exercise,how,line", AUTOGRAD_ROUTES, ids=[r[0] for r in AUTOGRAD_ROUTES])
+def test_real_autograd_is_caught_by_every_route(graded, exercise, how, line):
+    e = graded("autograd_routes", [r[0] for r in AUTOGRAD_ROUTES])[exercise]
+    assert e.status.value == "forbidden" and e.points == 0, (e.status, e.message)
+    assert e.message.startswith(CAUGHT[how]), e.message
+    assert f"line {_line_of('autograd_routes', exercise, line)}: `{line}`" in e.message, e.message
+    assert "Why: this exercise is backprop by hand: compute the gradient from its formula" in e.message
+
+
+@pytest.mark.parametrize("exercise,line,via", TENSOR_METHODS, ids=[r[0] for r in TENSOR_METHODS])
+def test_a_tensor_method_shortcut_is_caught_at_run_time(graded, exercise, line, via):
+    e = graded("tensor_method_shortcuts", [r[0] for r in TENSOR_METHODS])[exercise]
+    assert e.status.value == "forbidden" and e.points == 0, (e.status, e.message)
+    n = _line_of("tensor_method_shortcuts", exercise, line)
+    assert e.message.startswith(f"{CAUGHT['run']}{via} (line {n}): "), e.message
+    assert f"line {n}: `{line}`" in e.message and ". Why: " in e.message, e.message
