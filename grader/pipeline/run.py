@@ -5,6 +5,8 @@ module (tripwires, substitutes for dependencies, the spec's driver), calls the f
 case and hands each reply to grader.pipeline.judge. Rules it keeps:
 - two strikes: after two calls in a row that timed out or crashed (a fresh child after each),
   the remaining cases are not run; nor are they once the submission's time is used up;
+- a child that cannot import the module (as graded: grader.pipeline.imports) is not retried:
+  every remaining case carries that import failure, said as what it is;
 - hidden cases run in a child of their own, whose prints are withheld, and their records are
   redacted (grader.pipeline.redact);
 - forbidden calls the tripwires saw, the sandbox's own notes, and the children's captured
@@ -45,6 +47,8 @@ class CaseRunner:
         self._missing = False
         self._hidden_session = False
         self._first_call = True
+        self._import_limit = 0.0
+        self._import_failure: Outcome | None = None
         self.overrides = ctx.config.exercise(spec.id)
         self.timeout = self.overrides.call_timeout or spec.call_timeout or ctx.config.call_timeout
         self.facts = feedback.Facts(function=spec.function, module=spec.module, memory_mb=ctx.config.memory_mb,
@@ -57,9 +61,10 @@ class CaseRunner:
         self.workdir = tempfile.mkdtemp(prefix="grader-")
         copy_submission({f"{m}.py": s for m, s in self.load.files.items()}, self.workdir)
         rules = [asdict(r) for r in self.spec.forbidden]
+        self._import_limit = self._timeout(STARTUP_GRACE)
         self.session = self.ctx.sandbox.open(self.workdir, self.spec.module, forbidden=rules,
                                              substitutes=dict(self.spec.depends), driver=self.spec.driver,
-                                             import_timeout=self._timeout(STARTUP_GRACE))
+                                             import_timeout=self._import_limit)
         self._first_call = True
         ready = self.session.ready
         self._record_hits(ready)
@@ -119,11 +124,15 @@ class CaseRunner:
             if case.hidden and not self._hidden_session:
                 self._close_session()         # hidden cases run in a child of their own
                 self._hidden_session = True
+            if self._import_failure is not None:     # the same files would fail the same way again
+                results.append(self._import_problem(case, self._import_failure))
+                continue
             if self.session is None or not self.session.alive:
                 ready = self._open()
                 if ready.kind != "ok":
+                    self._import_failure = ready
+                    self._close_session()
                     results.append(self._import_problem(case, ready))
-                    strikes += 1
                     continue
             if self._missing:
                 results.append(self._failed(case, FailureKind.MISSING_FUNCTION, self._missing_message()))
@@ -161,10 +170,10 @@ class CaseRunner:
         return self._failed(case, kind, message, seconds, facts=facts)
 
     def _import_problem(self, case: Case, ready: Outcome) -> CaseResult:
-        facts = replace(self.facts, timeout=self.timeout)
+        facts = replace(self.facts, timeout=self._import_limit)
         if ready.kind == "timeout":
             return self._failed(case, FailureKind.IMPORT_TIMEOUT, facts=facts)
-        if ready.kind == "crashed":
+        if ready.kind in ("crashed", "protocol"):
             return self._failed(case, FailureKind.IMPORT_CRASH, facts=facts)
         return self._failed(case, FailureKind.IMPORT_ERROR, "importing your module failed: " +
                             feedback.error_message(ready.error, self.ctx.config.memory_mb), facts=facts)

@@ -224,6 +224,8 @@ class Session:
         self.drain.start()
         self.alive = True
         self.ready = self._receive(import_timeout)
+        if self.ready.kind != "ok":
+            self.kill()         # a child whose import failed has said so and ended: no calls to it
 
     # -- calls ---------------------------------------------------------------------------
     def call(self, function: str, args: tuple = (), kwargs: dict | None = None, *,
