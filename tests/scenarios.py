@@ -12,9 +12,11 @@ tests/fixtures/submissions/<name>/ holds one of two things:
   repeated), and every other top-level statement goes where the scenario puts it: just before the
   next function it replaces, or at the end of the module after the last one. The solution's
   `### BEGIN/END SOLUTION` markers are dropped (a student's file has none, as a stub has none) and a
-  first comment line names the scenario. A course module that a built one imports (moe.py
-  imports transformer, which imports attention) is solutions/' own, markers dropped, unless the
-  scenario has a file for it.
+  first comment line names the scenario. A scenario file with a line `### APPENDED AS WRITTEN`
+  is built from what is above that line; what is below it is appended to the module as it is,
+  unparsed (a syntax error in a helper of an otherwise correct module). A course module that a
+  built one imports (moe.py imports transformer, which imports attention) is solutions/' own,
+  markers dropped, unless the scenario has a file for it.
 
 `submission(name)` is the folder to grade: a whole one is the fixture folder itself; a scenario is
 materialised once per process in a temporary folder (removed at exit), never in the source tree.
@@ -37,6 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
 SUBMISSIONS = Path(__file__).resolve().parent / "fixtures" / "submissions"
 MARKER = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$")
+AS_WRITTEN = re.compile(r"^### APPENDED AS WRITTEN\b.*$\n?", re.M)
 
 
 def is_whole(name: str) -> bool:
@@ -78,6 +81,7 @@ def _statements(source: str):
 
 def build(solution: str, scenario: str, header: str) -> str:
     """The module a scenario stands for (see the module docstring for the rules)."""
+    scenario, *as_written = AS_WRITTEN.split(scenario, maxsplit=1)
     solution = "\n".join(line for line in solution.splitlines() if not MARKER.match(line)) + "\n"
     tree = ast.parse(solution)
     functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
@@ -98,6 +102,8 @@ def build(solution: str, scenario: str, header: str) -> str:
         lines = solution.splitlines()
         solution = "\n".join(lines[:last] + imports + lines[last:]) + "\n"
     tail = "".join(f"\n\n{text}\n" for text in pending)
+    if as_written:
+        tail += "\n\n" + as_written[0].strip("\n") + "\n"
     return f"# {header}\n{solution}{tail}"
 
 

@@ -20,12 +20,20 @@ from grader.submission.loader import Submission
 @dataclass(frozen=True)
 class ModuleLoad:
     """How one of the student's modules is loaded for grading: the files every child gets (the
-    module salvaged when it does not import as written), notes for the feedback, and why it
-    did not import ("" when it did)."""
+    module salvaged when it does not import as written, and the student's modules it imports as
+    an importer gets them), notes for the feedback, and why it did not import ("" when it did).
+
+    `for_importers` holds the sources a module importing this one gets where they differ from
+    the submission's: this module's salvaged copy with stand-ins for what was lost
+    (grader.submission.loader.salvage_for_importers), and those of the modules it imports.
+    `broken_imports` is (module, why, through) for each module it imports that does not import
+    as written; `through` is the module it imports that imports it ("" when imported directly)."""
 
     files: dict[str, str]
     notes: tuple[str, ...] = ()
     import_error: str = ""
+    for_importers: dict[str, str] = field(default_factory=dict)
+    broken_imports: tuple[tuple[str, str, str], ...] = ()
 
 
 @dataclass

@@ -2,11 +2,19 @@
 
 A module that does not import (it raises, loops or exits at the top level) is salvaged: its
 imports and definitions are kept, the rest dropped (grader.submission.loader.salvage), the
-feedback says so, and every exercise of that module and of modules importing it gets the
-salvaged copy.
+feedback says so, and every exercise of that module gets the salvaged copy.
+
+The student's modules a module imports (`import attention`, `from attention import ...`,
+directly or through another of them) are decided first, each on its own; the module is then
+tried, and graded, with the copies of them its importers get: a salvaged one, whose definitions
+lost to a syntax error raise ImportError when called (grader.submission.loader
+.salvage_for_importers), and which the spec's substitutes replace in the graded module. So a
+syntax error in attention.py costs the exercises of attention.py, not those of transformer.py;
+their feedback names the broken module.
 """
 from __future__ import annotations
 
+import ast
 import tempfile
 
 from grader.config import Config
@@ -14,40 +22,101 @@ from grader.pipeline import feedback
 from grader.pipeline.context import Context, ModuleLoad
 from grader.pipeline.run import STARTUP_GRACE
 from grader.sandbox.runner import Outcome, copy_submission, remove_workdir
-from grader.submission.loader import salvage
+from grader.submission.loader import salvage, salvage_for_importers
 
 
 def module_load(module: str, ctx: Context) -> ModuleLoad:
     """How `module` is loaded for grading (ctx keeps the first decision for the others)."""
-    return ctx.module_load(module, lambda m: _decide(m, ctx))
+    return _load(module, ctx, ())
 
 
-def _decide(module: str, ctx: Context) -> ModuleLoad:
-    files = dict(ctx.submission.files)
-    workdir = tempfile.mkdtemp(prefix="grader-import-")
+def _load(module: str, ctx: Context, chain: tuple[str, ...]) -> ModuleLoad:
+    # Dependencies are decided before this module's own decision (never while holding its lock),
+    # so two threads deciding modules of an import cycle cannot wait on each other; `chain`
+    # breaks the cycle itself (its modules are then tried with the other's files as written).
+    deps = {d: _load(d, ctx, (*chain, module))
+            for d in imported_modules(module, ctx.submission.files) if d not in chain}
+    return ctx.module_load(module, lambda m: _decide(m, ctx, deps))
+
+
+def imported_modules(module: str, files: dict[str, str]) -> list[str]:
+    """The student's other modules that `module` imports anywhere in its source (static: a name
+    that `import X` or `from X import ...` names, X one of `files`)."""
+    source = files.get(module, "")
     try:
-        copy_submission({f"{m}.py": s for m, s in files.items()}, workdir)
-        session = ctx.sandbox.open(workdir, module, import_timeout=min(max(ctx.config.call_timeout, STARTUP_GRACE),
-                                                                       max(ctx.remaining(), 0.1)))
-        outcome = session.ready
-        session.close()
-    finally:
-        remove_workdir(workdir)
+        tree = ast.parse(source)
+    except SyntaxError:
+        tree = ast.parse(salvage(source)[0])
+    except ValueError:          # null bytes: nothing to read imports from
+        return []
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name.split(".")[0] for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module.split(".")[0]]
+        else:
+            continue
+        found += [n for n in names if n in files and n != module and n not in found]
+    return found
+
+
+def _decide(module: str, ctx: Context, deps: dict[str, ModuleLoad]) -> ModuleLoad:
+    files = dict(ctx.submission.files)
+    changed: dict[str, str] = {}
+    for load in deps.values():
+        changed.update(load.for_importers)
+    files.update(changed)
+    broken = _broken_imports(deps)
+    dep_notes = tuple(_broken_import_note(module, *b) for b in broken)
+    limit = min(max(ctx.config.call_timeout, STARTUP_GRACE), max(ctx.remaining(), 0.1))
+    outcome = _try_import(module, files, limit, ctx)
     if outcome.kind == "ok":
-        return ModuleLoad(files)
-    why = _import_failure(outcome, ctx.config)
+        return ModuleLoad(files, dep_notes, for_importers=changed, broken_imports=broken)
+    why = _import_failure(outcome, limit, ctx.config)
     fixed, dropped = salvage(files[module])
     files[module] = fixed
     note = (f"{module}.py could not be imported as written ({why}). The grader kept its imports and "
             f"function definitions and skipped the rest" + (f": {'; '.join(dropped)}" if dropped else "") +
             ". Fix this first: it would fail any real use of your module.")
-    return ModuleLoad(files, (note,), why)
+    changed = {**changed, module: salvage_for_importers(ctx.submission.files[module], module, why)}
+    return ModuleLoad(files, (note, *dep_notes), why, for_importers=changed, broken_imports=broken)
 
 
-def _import_failure(outcome: Outcome, config: Config) -> str:
+def _try_import(module: str, files: dict[str, str], limit: float, ctx: Context) -> Outcome:
+    workdir = tempfile.mkdtemp(prefix="grader-import-")
+    try:
+        copy_submission({f"{m}.py": s for m, s in files.items()}, workdir)
+        session = ctx.sandbox.open(workdir, module, import_timeout=limit)
+        outcome = session.ready
+        session.close()
+    finally:
+        remove_workdir(workdir)
+    return outcome
+
+
+def _broken_imports(deps: dict[str, ModuleLoad]) -> tuple[tuple[str, str, str], ...]:
+    """(module, why, through) for every module imported, directly or not, that did not import."""
+    found: dict[str, tuple[str, str, str]] = {}
+    for dep, load in deps.items():
+        if load.import_error:
+            found.setdefault(dep, (dep, load.import_error, ""))
+    for dep, load in deps.items():
+        for broken, why, _ in load.broken_imports:
+            found.setdefault(broken, (broken, why, dep))
+    return tuple(found.values())
+
+
+def _broken_import_note(module: str, broken: str, why: str, through: str) -> str:
+    via = f" (through {through}.py)" if through else ""
+    return (f"{broken}.py, which {module}.py imports{via}, does not import as written: {why}. {module}.py was "
+            f"graded with the part of {broken}.py that imports; what it takes from the skipped part fails when "
+            f"called, unless the grader's reference stands in for it. Fix {broken}.py first.")
+
+
+def _import_failure(outcome: Outcome, limit: float, config: Config) -> str:
     if outcome.kind == "timeout":
-        return (f"importing it took longer than {max(config.call_timeout, STARTUP_GRACE):g} s: "
-                "is there an endless loop at the top level?")
-    if outcome.kind == "crashed":
+        return f"importing it took longer than {limit:g} s: is there an endless loop at the top level?"
+    if outcome.kind in ("crashed", "protocol"):
         return "the process ended during import (os._exit() or a crash at the top level)"
     return feedback.error_message(outcome.error, config.memory_mb).split("\n")[0]

@@ -3,7 +3,9 @@
 Nothing here imports or runs student code. A module that cannot be imported as written
 (syntax error, `sys.exit()` or an endless loop at import) can be *salvaged*: its function
 definitions, imports and plain assignments are kept, top-level statements that run code are
-dropped, so the functions that are fine still get graded.
+dropped, so the functions that are fine still get graded. The copy that the student's other
+modules import (`salvage_for_importers`) also keeps, for each definition lost to a syntax error,
+a one-line stand-in that raises when called: `from broken import f` still imports.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from grader.errors import SubmissionError
 from grader.submission.limits import MAX_FILE, MAX_FILES
 from grader.submission.notebook import notebook_source
 
-__all__ = ["Submission", "SubmissionError", "load_submission", "salvage"]
+__all__ = ["Submission", "SubmissionError", "load_submission", "salvage", "salvage_for_importers"]
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,9 @@ _TOP_LEVEL = re.compile(r"^(?!else\b|elif\b|except\b|finally\b)[^\s#)\]}]")   # 
 MAX_REPAIRS = 20
 
 
+_DEFINITION = re.compile(r"^(?:async\s+def|def|class)\s+([A-Za-z_]\w*)")
+
+
 def salvage(source: str) -> tuple[str, list[str]]:
     """A version of `source` that imports without running top-level code, and what was dropped.
 
@@ -115,8 +120,34 @@ def salvage(source: str) -> tuple[str, list[str]]:
     `sys.exit()`) are dropped. Line numbers are kept (dropped lines become blank) so tracebacks
     still point at the student's own lines.
     """
+    lines, dropped, _ = _salvage(source)
+    return "\n".join(lines) + "\n", dropped
+
+
+def salvage_for_importers(source: str, module: str, why: str) -> str:
+    """salvage(source) as the student's other modules import it: each top-level definition lost
+    to a syntax error becomes, on its own line, a function that raises ImportError saying why.
+    A module doing `from <module> import f` then imports, and only a call of `f` fails (unless
+    the exercise puts the grader's substitute in its place)."""
+    lines, _, lost = _salvage(source)
+    for index, name in lost:
+        said = (f"{name} could not be loaded: {module}.py does not import as written ({why}) and the "
+                "grader had to skip the part that holds it")
+        lines[index] = f"def {name}(*args, **kwargs): raise ImportError({said!r})"
+    fixed = "\n".join(lines) + "\n"
+    try:
+        ast.parse(fixed)
+    except SyntaxError:     # a stand-in landed inside what the salvage guessed wrong: none, then
+        return salvage(source)[0]
+    return fixed
+
+
+def _salvage(source: str) -> tuple[list[str], list[str], list[tuple[int, str]]]:
+    """The salvaged lines, what was dropped (in words), and (line index, name) of every
+    top-level definition dropped for a syntax error."""
     lines = source.splitlines()
     dropped: list[str] = []
+    lost: list[tuple[int, str]] = []
     for _ in range(MAX_REPAIRS):
         try:
             tree = ast.parse("\n".join(lines))
@@ -128,15 +159,16 @@ def salvage(source: str) -> tuple[str, list[str]]:
                 start -= 1
             end = next((i for i in range(line, len(lines)) if _TOP_LEVEL.match(lines[i])), len(lines))
             dropped.append(f"lines {start + 1}-{end}: syntax error ({e.msg}, line {line})")
+            lost += [(i, m.group(1)) for i in range(start, end) if (m := _DEFINITION.match(lines[i]))]
             lines[start:end] = [""] * (end - start)
     else:
-        return "\n", dropped + ["the rest: too many syntax errors"]
+        return [""], dropped + ["the rest: too many syntax errors"], []
     for node in tree.body:
         if not _safe(node):
             first = node.lineno - 1
             lines[first:node.end_lineno] = [""] * (node.end_lineno - first)
             dropped.append(f"line {node.lineno}: top-level code that runs at import")
-    return "\n".join(lines) + "\n", dropped
+    return lines, dropped, lost
 
 
 def _safe(node: ast.stmt) -> bool:

@@ -1,0 +1,164 @@
+"""grader.pipeline.imports: a module that does not import as written costs its own exercises, not
+those of the student's modules that import it (directly or through another), which get its
+salvaged copy; and an import that fails in the graded child is reported as the import failure it
+is, never as a crashed process or "two calls in a row"."""
+import torch
+
+from grader.catalog.spec import Case, ExerciseSpec
+from grader.pipeline.engine import grade
+from grader.pipeline.imports import imported_modules
+from grader.results import FailureKind, Status
+from grader.submission.loader import salvage, salvage_for_importers
+from scenarios import SOLUTIONS, source, submission
+
+NOT_SAID = ("ended without returning", "two calls in a row")
+
+
+def _cases(gen):
+    return [Case("small", (torch.randn(2, 3, generator=gen),)), Case("wide", (torch.randn(3, 5, generator=gen),))]
+
+
+def toy(function, reference=lambda x: 2 * x):
+    return ExerciseSpec(id=f"toy.{function}", cases=_cases, reference=reference, reference_source="2 * x")
+
+
+BROKEN_HELPER = '''import torch
+
+
+def double(x):
+    return 2 * x
+
+
+def half(x):
+    return x / (2
+'''
+
+
+def write(tmp_path, **modules):
+    folder = tmp_path / "sub"
+    folder.mkdir()
+    for name, text in modules.items():
+        (folder / f"{name}.py").write_text(text)
+    return str(folder)
+
+
+def said_of(exercise):
+    return [c.message for c in exercise.cases] + list(exercise.notes) + [exercise.message]
+
+
+def said(result):
+    return [m for e in result.exercises for m in said_of(e)]
+
+
+def test_imported_modules_reads_every_import_form():
+    files = {"toy": "import helper\nimport helper.sub as h\nfrom other import f\nimport os, torch\n"
+                    "def g():\n    import late\n    from . import rel\n",
+             "helper": "", "other": "", "late": "", "rel": "", "os": ""}
+    assert sorted(imported_modules("toy", files)) == ["helper", "late", "os", "other"]
+    assert imported_modules("toy", {"toy": "import toy\n"}) == []
+    broken = {"toy": "from helper import f\n\n\ndef g(:\n    pass\n", "helper": ""}
+    assert imported_modules("toy", broken) == ["helper"]       # read from the salvaged copy
+
+
+def test_salvage_for_importers_keeps_a_stand_in_that_raises():
+    fixed = salvage_for_importers(BROKEN_HELPER, "helper", "SyntaxError at line 9")
+    assert len(fixed.splitlines()) == len(BROKEN_HELPER.splitlines())          # line numbers kept
+    namespace = {}
+    exec(compile(fixed, "helper.py", "exec"), namespace)
+    assert namespace["double"](3) == 6
+    try:
+        namespace["half"](3)
+    except ImportError as e:
+        assert "half could not be loaded: helper.py does not import as written (SyntaxError at line 9)" in str(e)
+    else:
+        raise AssertionError("the stand-in returned")
+    assert "def half" not in salvage(BROKEN_HELPER)[0]          # the module's own copy has none
+
+
+def test_a_syntax_error_in_attention_costs_nothing_in_transformer_and_moe(grade_dir):
+    """The scenario syntax_error_imported: every exercise of attention, transformer and moe passes;
+    the importers' notes name attention.py and the SyntaxError's line."""
+    folder = submission("syntax_error_imported")
+    line = next(i for i, text in enumerate(source("syntax_error_imported").splitlines(), 1) if "shapes:" in text)
+    result = grade_dir(folder, "attention", "transformer", "moe")
+    assert {e.id: e.status for e in result.exercises if e.status is not Status.PASSED} == {}
+    assert result.score == result.max_score
+    for e in result.exercises:
+        if e.module == "attention":
+            continue
+        through = " (through transformer.py)" if e.module == "moe" else ""
+        note = next(n for n in e.notes if n.startswith("attention.py, which"))
+        assert f"attention.py, which {e.module}.py imports{through}, does not import as written: SyntaxError" in note
+        assert f"line {line}" in note, note
+    assert not [m for m in said(result) if any(s in m for s in NOT_SAID)]
+    assert len(result.errors) == 1 and result.errors[0].startswith("attention.py does not import as written")
+
+
+def test_a_broken_function_the_importer_takes_is_the_substitute_where_the_spec_declares_one(
+        tmp_path, grade_dir):
+    """syntax_error's attention.py breaks positional_encoding, which transformer.py imports by
+    name: transformer_forward, graded with the grader's positional_encoding, still passes."""
+    folder = tmp_path / "sub"
+    folder.mkdir()
+    (folder / "attention.py").write_text(source("syntax_error"))
+    (folder / "transformer.py").write_text((SOLUTIONS / "transformer.py").read_text())
+    result = grade_dir(folder, "transformer.transformer_forward", "attention.positional_encoding")
+    by_id = {e.id: e for e in result.exercises}
+    assert by_id["transformer.transformer_forward"].status is Status.PASSED
+    assert by_id["attention.positional_encoding"].status is Status.ERROR      # charged where it is
+    assert any("line 125" in n for n in by_id["transformer.transformer_forward"].notes)
+
+
+def test_what_an_importer_calls_from_the_dropped_part_says_why(tmp_path, sandbox, config):
+    """`from helper import half` imports; calling half raises the stand-in's ImportError. The
+    module importing it is not itself said to be broken; `import helper` works the same way."""
+    path = write(tmp_path, helper=BROKEN_HELPER,
+                 toy="from helper import double, half\nimport helper\n\n\n"
+                     "def twice(x):\n    return double(x)\n\n\n"
+                     "def halved(x):\n    return half(x)\n\n\n"
+                     "def module_twice(x):\n    return helper.double(x)\n")
+    specs = [toy("twice"), toy("halved", lambda x: x / 2), toy("module_twice")]
+    result = grade(path, specs, config, sandbox=sandbox)
+    twice, halved, module_twice = result.exercises
+    assert twice.status is Status.PASSED and module_twice.status is Status.PASSED
+    assert halved.status is Status.ERROR
+    assert "ImportError: half could not be loaded: helper.py does not import as written" in halved.cases[0].message
+    assert "(note: your module does not import as written" not in halved.message
+    assert any(n.startswith("helper.py, which toy.py imports, does not import as written") for n in twice.notes)
+    assert [e.split(" ")[0] for e in result.errors] == ["helper.py"]
+
+
+def test_an_import_that_still_fails_is_said_as_such_in_every_case(tmp_path, sandbox, config):
+    """toy.py takes a name helper.py never defines: the salvage cannot help, every case is an
+    import error (no child is started again for it), none says the process ended."""
+    path = write(tmp_path, helper="def other(x):\n    return x\n",
+                 toy="from helper import missing\n\n\ndef twice(x):\n    return 2 * x\n")
+    (e,) = grade(path, [toy("twice")], config, sandbox=sandbox).exercises
+    assert [c.failure for c in e.cases] == [FailureKind.IMPORT_ERROR] * 2
+    assert all("cannot import name 'missing'" in c.message for c in e.cases)
+    assert not [m for m in said_of(e) if any(s in m for s in NOT_SAID)]
+
+
+def test_a_dependency_that_raises_at_import_is_salvaged_for_its_importer(tmp_path, sandbox, config):
+    path = write(tmp_path, helper="def double(x):\n    return 2 * x\n\n\nraise RuntimeError('setup failed')\n",
+                 toy="from helper import double\n\n\ndef twice(x):\n    return double(x)\n")
+    (e,) = grade(path, [toy("twice")], config, sandbox=sandbox).exercises
+    assert e.status is Status.PASSED
+    assert any("helper.py, which toy.py imports, does not import as written: RuntimeError: setup failed" in n
+               for n in e.notes)
+
+
+def test_modules_importing_each_other_are_decided_without_waiting_on_each_other(tmp_path, sandbox, config):
+    path = write(tmp_path, toy="import other\n\n\ndef twice(x):\n    return 2 * x\n",
+                 other="import toy\n\n\ndef thrice(x):\n    return 3 * x\n")
+    thrice = ExerciseSpec(id="other.thrice", cases=_cases, reference=lambda x: 3 * x, reference_source="3 * x")
+    result = grade(path, [toy("twice"), thrice], config, sandbox=sandbox)
+    assert [e.status for e in result.exercises] == [Status.PASSED, Status.PASSED]
+
+
+def test_the_catalog_chapters_that_import_others_are_found():
+    """The course's own imports, which the mechanism above serves: transformer takes attention's
+    functions, moe transformer's feed_forward."""
+    files = {p.stem: p.read_text() for p in SOLUTIONS.glob("*.py")}
+    assert imported_modules("transformer", files) == ["attention"]
+    assert imported_modules("moe", files) == ["transformer"]
