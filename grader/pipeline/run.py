@@ -9,8 +9,9 @@ case and hands each reply to grader.pipeline.judge. Rules it keeps:
   every remaining case carries that import failure, said as what it is;
 - hidden cases run in a child of their own, whose prints are withheld, and their records are
   redacted (grader.pipeline.redact);
-- forbidden calls the tripwires saw, the sandbox's own notes, and the children's captured
-  output are kept for the exercise's result.
+- forbidden calls the tripwires saw, the sandbox's own notes, the substitutes the student's code
+  called (as the child says: only a note depends on it), and the children's captured output are
+  kept for the exercise's result.
 """
 from __future__ import annotations
 
@@ -49,6 +50,8 @@ class CaseRunner:
         self._first_call = True
         self._import_limit = 0.0
         self._import_failure: Outcome | None = None
+        self._replies = 0                       # case calls the child answered
+        self._called: set[str] | None = set()   # substitutes those calls used; None: a session said nothing
         self.overrides = ctx.config.exercise(spec.id)
         self.timeout = self.overrides.call_timeout or spec.call_timeout or ctx.config.call_timeout
         self.facts = feedback.Facts(function=spec.function, module=spec.module, memory_mb=ctx.config.memory_mb,
@@ -99,11 +102,23 @@ class CaseRunner:
 
     def notes(self) -> list[str]:
         notes = list(self._notes)
-        if self.spec.depends:
-            names = ", ".join(sorted(self.spec.depends))
-            notes.append(f"Graded with the grader's reference {names} in place of yours, so a bug there is "
-                         f"charged once, in its own exercise, not again here.")
-        return notes
+        substitutes = self._substitutes_note()
+        return notes + [substitutes] if substitutes else notes
+
+    def _substitutes_note(self) -> str:
+        """Which of the spec's substitutes stood in for the student's functions: those the child
+        says the calls used (all of them, from a session that does not say); when the function
+        answered without calling any, that it was graded on its own code; nothing when no call
+        was answered."""
+        if not self.spec.depends or not self._replies:
+            return ""
+        used = sorted(self.spec.depends if self._called is None else self._called & set(self.spec.depends))
+        if used:
+            return (f"Graded with the grader's reference {', '.join(used)} in place of yours, so a bug there is "
+                    f"charged once, in its own exercise, not again here.")
+        names = " or ".join(sorted(self.spec.depends))
+        return (f"{self.spec.function} was graded on its own code: it did not call {names}, so the grader's "
+                "reference, which stands in for yours where it is called, played no part.")
 
     def _timeout(self, at_least: float = 0.0) -> float:
         return max(min(max(self.timeout, at_least), self.ctx.remaining()), 0.05)
@@ -149,6 +164,7 @@ class CaseRunner:
         self._first_call = False
         outcome = self.session.call(self.spec.function, case.args, dict(case.kwargs), timeout=timeout)
         self._record_hits(outcome)
+        self._record_called(outcome)
         seconds = time.monotonic() - start
         if outcome.kind == "ok":
             result = judge(self.spec, case, outcome.value, ref, tolerance(self.spec, self.overrides, case),
@@ -168,6 +184,15 @@ class CaseRunner:
         message = None if kind is FailureKind.NOT_IMPLEMENTED else \
             feedback.error_message(outcome.error, self.ctx.config.memory_mb)
         return self._failed(case, kind, message, seconds, facts=facts)
+
+    def _record_called(self, outcome: Outcome) -> None:
+        if outcome.kind not in ("ok", "error"):
+            return          # no answer from the function: nothing to say about what it called
+        self._replies += 1
+        if outcome.called is None:
+            self._called = None
+        elif self._called is not None:
+            self._called |= set(outcome.called)
 
     def _import_problem(self, case: Case, ready: Outcome) -> CaseResult:
         facts = replace(self.facts, timeout=self._import_limit)

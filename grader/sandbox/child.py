@@ -5,6 +5,7 @@ is data in the wire format; nothing it says decides a grade by itself.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.abc
 import io
@@ -20,6 +21,7 @@ import torch
 from grader import threads
 from grader.sandbox import tripwires, wire
 from grader.sandbox.confine import confine
+
 
 def _student_traceback(exc: BaseException, workdir: str) -> str:
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith(workdir)]
@@ -85,6 +87,16 @@ class _SealedGrader(importlib.abc.MetaPathFinder):
         return None
 
 
+def _recorded(name: str, fn: Any, called: set[str]) -> Any:
+    """`fn` (a substitute) noting its name in `called` when the student's code calls it: each reply
+    says which substitutes the call used, for the parent's note (data: it decides no grade)."""
+    @functools.wraps(fn)
+    def substitute(*args: Any, **kwargs: Any) -> Any:
+        called.add(name)
+        return fn(*args, **kwargs)
+    return substitute
+
+
 def serve(sock: socket.socket, setup: dict[str, Any]) -> None:
     workdir = setup["workdir"]
     # Trusted code the child needs is imported before the path is narrowed to the student's folder.
@@ -109,8 +121,9 @@ def serve(sock: socket.socket, setup: dict[str, Any]) -> None:
         sys.stdout.flush()
         wire.send(sock, {"ready": False, "error": _error(exc, workdir), "hits": hits.items, "notes": notes})
         return
+    called: set[str] = set()
     for name, fn in substitutes.items():
-        setattr(module, name, fn)
+        setattr(module, name, _recorded(name, fn, called))
     wire.send(sock, {"ready": True, "notes": notes, "hits": hits.items,
                      "functions": sorted(n for n in dir(module) if callable(getattr(module, n, None)))})
     while True:
@@ -120,7 +133,9 @@ def serve(sock: socket.socket, setup: dict[str, Any]) -> None:
             return
         if req.get("op") != "call":
             return
+        called.clear()
         reply = _call(module, req, rules, hits, driver, workdir)
+        reply["substitutes_called"] = sorted(called)
         try:
             sys.stdout.flush()
             sys.stderr.flush()
@@ -129,7 +144,7 @@ def serve(sock: socket.socket, setup: dict[str, Any]) -> None:
         try:
             wire.send(sock, reply)
         except Exception as e:      # anything the student returned that cannot travel
-            wire.send(sock, {"ok": False, "hits": hits.items,
+            wire.send(sock, {"ok": False, "hits": hits.items, "substitutes_called": sorted(called),
                              "error": {"type": "UnsendableResult", "message": str(e), "traceback": ""}})
 
 

@@ -39,7 +39,8 @@ class Limits:
 @dataclass
 class Outcome:
     """What one call produced, seen from the parent. `kind` is one of:
-    ok, error, missing, timeout, crashed, protocol."""
+    ok, error, missing, timeout, crashed, protocol. `called`: the substitutes the call used, as
+    the child says (None when it said nothing: no reply, or a session that does not report)."""
 
     kind: str
     value: Any = None
@@ -48,6 +49,7 @@ class Outcome:
     modified: list[str] = field(default_factory=list)
     seconds: float = 0.0
     detail: str = ""
+    called: list[str] | None = None
 
 
 class SandboxError(Exception):
@@ -258,12 +260,14 @@ class Session:
             return Outcome("protocol", detail="malformed reply")
         hits = reply.get("hits") or []
         seconds = float(reply.get("seconds") or 0.0)
+        called = reply.get("substitutes_called")
+        called = [str(n) for n in called] if isinstance(called, list) else None
         if reply.get("ready") is True or reply.get("ok") is True:
             return Outcome("ok", value=reply.get("value", reply.get("functions")), hits=hits,
                            modified=list(reply.get("modified") or []), seconds=seconds,
-                           detail="; ".join(reply.get("notes") or []))
+                           detail="; ".join(reply.get("notes") or []), called=called)
         kind = "missing" if reply.get("missing") else "error"
-        return Outcome(kind, error=dict(reply.get("error") or {}), hits=hits, seconds=seconds)
+        return Outcome(kind, error=dict(reply.get("error") or {}), hits=hits, seconds=seconds, called=called)
 
     def _died(self) -> Outcome:
         status = self.kill()
