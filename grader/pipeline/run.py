@@ -160,8 +160,8 @@ class CaseRunner:
     def run_case(self, case: Case, ref: Any) -> CaseResult:
         """Call the student's function on `case` in the open child and judge the reply."""
         start = time.monotonic()
-        timeout = self._timeout(STARTUP_GRACE if self._first_call else 0.0)
-        self._first_call = False
+        first, self._first_call = self._first_call, False
+        timeout = self._timeout(STARTUP_GRACE if first else 0.0)
         outcome = self.session.call(self.spec.function, case.args, dict(case.kwargs), timeout=timeout)
         self._record_hits(outcome)
         self._record_called(outcome)
@@ -172,7 +172,8 @@ class CaseRunner:
             return self._finish(case, replace(result, seconds=seconds))
         facts = replace(self.facts, timeout=timeout, exception=outcome.error.get("type", ""))
         if outcome.kind == "timeout":
-            return self._failed(case, FailureKind.TIMEOUT, seconds=seconds, facts=facts)
+            message = feedback.words(FailureKind.TIMEOUT, facts) + self._limit_said(timeout, first)
+            return self._failed(case, FailureKind.TIMEOUT, message, seconds=seconds, facts=facts)
         if outcome.kind in ("crashed", "protocol"):
             kind = FailureKind.CRASH if outcome.kind == "crashed" else FailureKind.PROTOCOL
             detail = f": {outcome.detail}" if kind is FailureKind.PROTOCOL else ""
@@ -184,6 +185,19 @@ class CaseRunner:
         message = None if kind is FailureKind.NOT_IMPLEMENTED else \
             feedback.error_message(outcome.error, self.ctx.config.memory_mb)
         return self._failed(case, kind, message, seconds, facts=facts)
+
+    def _limit_said(self, applied: float, first: bool) -> str:
+        """Why a call's wall-time limit was `applied` s where that is not the per-call limit the
+        report's header states ("" where it is)."""
+        wanted = max(self.timeout, STARTUP_GRACE) if first else self.timeout
+        default = self.ctx.config.call_timeout
+        if applied < wanted:
+            return f" (the limit was what was left of the submission's {self.ctx.config.submission_timeout:g} s)"
+        own = f", this exercise's limit; the default is {default:g} s" if self.timeout != default else ""
+        if first and STARTUP_GRACE > self.timeout:
+            return (f" (the first call in a fresh process may take up to {STARTUP_GRACE:g} s, start-up included; "
+                    f"later calls {self.timeout:g} s{own})")
+        return f" (this exercise's limit per call; the default is {default:g} s)" if own else ""
 
     def _record_called(self, outcome: Outcome) -> None:
         if outcome.kind not in ("ok", "error"):
