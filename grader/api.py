@@ -2,7 +2,7 @@
 
     grade(path, names=(), config=None, *, sandbox=None) -> SubmissionResult
     check_function(exercise_id, fn, config=None, **overrides) -> ExerciseResult
-    load(config_path=None, *, overrides=None, env=None) -> Config
+    load(config_path=None, *, overrides=None, env=None, flags=None) -> Config
     find_config(start=None) -> str | None
     sandbox(config, **limits) -> Sandbox
 
@@ -22,7 +22,7 @@ import os
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
-from grader.config import Config, load_config
+from grader.config import Config, exercise_settings, load_config
 from grader.errors import SelectionError
 from grader.results import ExerciseResult, SubmissionResult
 
@@ -51,15 +51,16 @@ def find_config(start: str | None = None) -> str | None:
 
 
 def load(config_path: str | None = None, *, overrides: Mapping[str, Any] | None = None,
-         env: Mapping[str, str] | None = None) -> Config:
+         env: Mapping[str, str] | None = None, flags: Mapping[str, str] | None = None) -> Config:
     """The course configuration, validated (exercise ids against the catalog).
 
     `config_path` None: the nearest autograde.toml (find_config), else the defaults. `overrides`:
-    Config fields from command-line flags (None values ignored); `env`: instead of os.environ.
+    Config fields from command-line flags (None values ignored), validated as the file's keys are
+    (ConfigError naming the flag from `flags`, field -> "--timeout"); `env`: instead of os.environ.
     """
     from grader.catalog import catalog
     path = config_path if config_path is not None else find_config()
-    return load_config(path, env=env, overrides=overrides, known_exercises=set(catalog()))
+    return load_config(path, env=env, overrides=overrides, known_exercises=set(catalog()), flags=flags)
 
 
 def grade(path: str | os.PathLike, names: Iterable[str] = (), config: Config | None = None, *,
@@ -98,7 +99,8 @@ def check_function(exercise_id: str, fn: Callable[..., Any], config: Config | No
     .ipynb file for a grade that must hold against hostile code.
 
     `overrides`: points, atol, rtol, call_timeout for this exercise. `config` None: load().
-    Raises SelectionError (a ValueError) for an unknown id, TypeError when `fn` is not callable.
+    Raises SelectionError (a ValueError) for an unknown id, TypeError when `fn` is not callable,
+    ConfigError when an override is out of range (as in autograde.toml: call_timeout > 0, ...).
     """
     from grader.catalog import catalog
     from grader.frontends.notebooks.inprocess import InProcessSandbox
@@ -129,7 +131,7 @@ def with_exercise_overrides(config: Config, exercise_id: str, **overrides: float
     unknown = sorted(set(overrides) - set(EXERCISE_OVERRIDES))
     if unknown:
         raise TypeError(f"unknown override {unknown[0]!r}: give {', '.join(EXERCISE_OVERRIDES)}")
-    given = {k: float(v) for k, v in overrides.items() if v is not None}
+    given = exercise_settings({k: v for k, v in overrides.items() if v is not None}, f"check({exercise_id!r}, ...)")
     if not given:
         return config
     current = dataclasses.replace(config.exercise(exercise_id), **given)

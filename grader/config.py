@@ -2,11 +2,14 @@
 
 Precedence, highest first: command-line flag > environment > `autograde.toml` (per exercise,
 then per section) > the defaults below. Every key has a one-line description; an unknown key
-or a bad value raises ConfigError naming the key, the file and the fix.
+or a bad value raises ConfigError naming the key, the file and the fix. An override (a
+command-line flag, grader.api's `overrides`, a notebook's check(...) keyword) is validated by the
+same code as the file's key it stands for, and its error names the flag (validate_overrides).
 """
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import tomllib
 from dataclasses import dataclass, field, replace
@@ -15,7 +18,7 @@ from typing import Any, Mapping
 from grader.errors import ConfigError
 from grader.reports import FORMATS
 
-__all__ = ["Config", "ConfigError", "ExerciseConfig", "load_config"]
+__all__ = ["Config", "ConfigError", "ExerciseConfig", "exercise_settings", "load_config", "validate_overrides"]
 
 # section -> key -> (type, default, description)
 SCHEMA: dict[str, dict[str, tuple[type | tuple[type, ...], Any, str]]] = {
@@ -102,6 +105,20 @@ class Config:
 
 
 _FIELD = {("course", "name"): "course_name", ("hidden", "seed_env"): "seed_env"}
+# Config field -> its (section, key): what an override of the field is validated as.
+KEY_OF = {_FIELD.get((section, key), key): (section, key) for section, keys in SCHEMA.items() for key in keys}
+
+# The range of each number, in words for the message: key (of a section or of an exercise) -> (test, limit).
+LIMITS: dict[str, tuple[Any, str]] = {
+    "call_timeout": (lambda v: v > 0, "more than 0 seconds"),
+    "submission_timeout": (lambda v: v > 0, "more than 0 seconds"),
+    "memory_mb": (lambda v: v > 0, "more than 0 MiB"),
+    "output_kb": (lambda v: v > 0, "more than 0 KiB"),
+    "jobs": (lambda v: v >= 0, "0 or more"),
+    "points": (lambda v: v >= 0, "0 or more"),
+    "atol": (lambda v: v >= 0, "0 or more"),
+    "rtol": (lambda v: v >= 0, "0 or more"),
+}
 
 # Sections other stages validate themselves: section -> "module:function(body, source) -> value",
 # imported only when the section is present (so reading the config stays cheap).
@@ -128,9 +145,14 @@ def _check_type(value: Any, typ, where: str) -> None:
 
 
 def load_config(path: str | None = None, env: Mapping[str, str] | None = None,
-                overrides: Mapping[str, Any] | None = None, known_exercises=None) -> Config:
-    """Read `autograde.toml` (or defaults when `path` is None), apply environment and flags."""
+                overrides: Mapping[str, Any] | None = None, known_exercises=None,
+                flags: Mapping[str, str] | None = None) -> Config:
+    """Read `autograde.toml` (or defaults when `path` is None), apply environment and overrides.
+
+    `overrides`: Config fields (None values ignored), validated as their keys in the file are;
+    `flags`: the command-line flag each came from (field -> "--timeout"), for the messages."""
     env = os.environ if env is None else env
+    given = validate_overrides(overrides or {}, flags)
     data: dict[str, Any] = {}
     if path:
         try:
@@ -161,9 +183,7 @@ def load_config(path: str | None = None, env: Mapping[str, str] | None = None,
             if key not in SCHEMA[section]:
                 raise ConfigError(f"{src}: unknown key '{key}' in [{section}]{_suggest(key, SCHEMA[section])}; "
                                   f"known keys: {', '.join(SCHEMA[section])}")
-            typ, _, desc = SCHEMA[section][key]
-            _check_type(value, typ, f"{src}: [{section}] {key} ({desc})")
-            values[_FIELD.get((section, key), key)] = _validate(section, key, value, src)
+            values[_FIELD.get((section, key), key)] = _value(section, key, value, f"{src}: [{section}] {key}")
     cfg = Config(**values, exercises=exercises, extra=extra, path=path or "",
                  root=os.path.dirname(os.path.abspath(path)) if path else os.getcwd())
     seed = env.get(cfg.seed_env)
@@ -173,25 +193,74 @@ def load_config(path: str | None = None, env: Mapping[str, str] | None = None,
         except ValueError:
             raise ConfigError(f"environment variable {cfg.seed_env}={seed!r}: the secret seed must be an integer") \
                 from None
-    if overrides:
-        cfg = replace(cfg, **{k: v for k, v in overrides.items() if v is not None})
-    return cfg
+    return replace(cfg, **given) if given else cfg
 
 
-def _validate(section: str, key: str, value: Any, src: str) -> Any:
+def validate_overrides(overrides: Mapping[str, Any], flags: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The overrides that are given (not None), each checked as its key in autograde.toml is.
+
+    Cheap (no catalog, no torch): a command calls it before loading anything, so that a bad flag
+    fails at once. The message names the flag from `flags` (field -> "--timeout"), else the key."""
+    out: dict[str, Any] = {}
+    for name, value in overrides.items():
+        if value is None:
+            continue
+        flag = (flags or {}).get(name, "")
+        if name == "secret_seed":        # not a key of the file: it comes from the environment or a flag
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ConfigError(f"{flag or 'secret_seed'}: the secret seed must be an integer, got {value!r}")
+            out[name] = value
+            continue
+        if name not in KEY_OF:
+            raise ConfigError(f"{flag or name}: not a setting an override can change{_suggest(name, KEY_OF)}; "
+                              f"these can: {', '.join(KEY_OF)}")
+        section, key = KEY_OF[name]
+        value = list(value) if isinstance(value, tuple) else value
+        out[name] = _value(section, key, value, flag or f"override of [{section}] {key}", flag=bool(flag))
+    return out
+
+
+def _value(section: str, key: str, value: Any, where: str, flag: bool = False) -> Any:
+    """A value of [section] key, checked. `where` names it: the file and key, or a flag."""
+    typ, _, desc = SCHEMA[section][key]
+    _check_type(value, typ, f"{where} ({desc})")
     choices = CHOICES.get((section, key))
     if choices:
         bad = [v for v in (value if isinstance(value, list) else [value]) if v not in choices]
         if bad:
-            raise ConfigError(f"{src}: [{section}] {key} = {bad[0]!r} is not one of {', '.join(choices)}"
-                              f"{_suggest(str(bad[0]), choices)}")
+            said = f"unknown {where} {bad[0]!r}: choose from" if flag else f"{where} = {bad[0]!r} is not one of"
+            raise ConfigError(f"{said} {', '.join(choices)}{_suggest(str(bad[0]), choices)}")
     if isinstance(value, list):
         return tuple(value)
-    if key in ("call_timeout", "submission_timeout", "memory_mb", "output_kb") and value <= 0:
-        raise ConfigError(f"{src}: [{section}] {key} must be positive, got {value!r}")
-    if key == "jobs" and value < 0:
-        raise ConfigError(f"{src}: [limits] jobs must be 0 (one per core) or more, got {value!r}")
+    if key in LIMITS:
+        in_range(key, value, f"{where} {value:g}" if flag else f"{where} = {value!r}", desc)
     return float(value) if key.endswith("timeout") else value
+
+
+def in_range(key: str, value: float, named: str, desc: str) -> None:
+    """ConfigError unless `value` is finite and within LIMITS[key]; `named` is what it is
+    ("--jobs -1"), `desc` what it means."""
+    test, limit = LIMITS[key]
+    if not math.isfinite(value):
+        raise ConfigError(f"{named}: must be a finite number, {limit} — {desc}")
+    if not test(value):
+        raise ConfigError(f"{named}: must be {limit} — {desc}")
+
+
+def exercise_settings(table: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The keys of one [exercises."<id>"] table (or a notebook's check(...) keywords), checked;
+    `where` names the table ('autograde.toml: [exercises."attention.causal_mask"]')."""
+    out = {}
+    for key, value in table.items():
+        if key not in EXERCISE_KEYS:
+            raise ConfigError(f"{where}: unknown key '{key}'{_suggest(key, EXERCISE_KEYS)}; "
+                              f"known keys: {', '.join(EXERCISE_KEYS)}")
+        typ, _, desc = EXERCISE_KEYS[key]
+        _check_type(value, typ, f"{where} {key} ({desc})")
+        if key != "enabled":
+            in_range(key, value, f"{where} {key} = {value!r}", desc)
+        out[key] = float(value) if key != "enabled" else value
+    return out
 
 
 def _exercises(body: Any, src: str, known) -> dict[str, ExerciseConfig]:
@@ -204,15 +273,5 @@ def _exercises(body: Any, src: str, known) -> dict[str, ExerciseConfig]:
                               "`grader list` shows the exercise ids")
         if not isinstance(table, dict):
             raise ConfigError(f"{src}: [exercises.\"{ex_id}\"] must be a table (e.g. points = 2)")
-        kwargs = {}
-        for key, value in table.items():
-            if key not in EXERCISE_KEYS:
-                raise ConfigError(f"{src}: unknown key '{key}' in [exercises.\"{ex_id}\"]"
-                                  f"{_suggest(key, EXERCISE_KEYS)}; known keys: {', '.join(EXERCISE_KEYS)}")
-            typ, _, desc = EXERCISE_KEYS[key]
-            _check_type(value, typ, f"{src}: [exercises.\"{ex_id}\"] {key} ({desc})")
-            if key != "enabled" and value < 0:
-                raise ConfigError(f"{src}: [exercises.\"{ex_id}\"] {key} must not be negative, got {value!r}")
-            kwargs[key] = float(value) if key != "enabled" else value
-        out[ex_id] = ExerciseConfig(**kwargs)
+        out[ex_id] = ExerciseConfig(**exercise_settings(table, f"{src}: [exercises.\"{ex_id}\"]"))
     return out

@@ -38,10 +38,18 @@ def test_unknown_section_and_exercise(tmp_path):
 
 @pytest.mark.parametrize("text,fragment", [
     ("[limits]\ncall_timeout = \"ten\"\n", "expected a number"),
-    ("[limits]\ncall_timeout = -1\n", "must be positive"),
+    ("[limits]\ncall_timeout = -1\n", r"\[limits\] call_timeout = -1: must be more than 0 seconds"),
+    ("[limits]\ncall_timeout = 0\n", "must be more than 0 seconds"),
+    ("[limits]\ncall_timeout = inf\n", "must be a finite number, more than 0 seconds"),
+    ("[limits]\ncall_timeout = nan\n", "must be a finite number"),
+    ("[limits]\njobs = -1\n", r"\[limits\] jobs = -1: must be 0 or more"),
+    ("[limits]\nmemory_mb = 0\n", "must be more than 0 MiB"),
     ("[limits]\nmemory_mb = true\n", "expected a number"),
     ("[hidden]\nvisibility = \"secret\"\n", "is not one of"),
-    ('[exercises."attention.causal_mask"]\npoints = -2\n', "must not be negative"),
+    ('[exercises."attention.causal_mask"]\npoints = -2\n', "points = -2: must be 0 or more"),
+    ('[exercises."attention.causal_mask"]\ncall_timeout = 0\n', "call_timeout = 0: must be more than 0 seconds"),
+    ('[exercises."attention.causal_mask"]\natol = -1e-3\n', "atol = -0.001: must be 0 or more"),
+    ('[exercises."attention.causal_mask"]\npoint = 1\n', "unknown key 'point'.*did you mean 'points'"),
     ("[limits\n", "not valid TOML"),
 ])
 def test_bad_values(tmp_path, text, fragment):
@@ -60,3 +68,29 @@ def test_secret_seed_from_the_environment_and_overrides(tmp_path):
 def test_missing_file(tmp_path):
     with pytest.raises(ConfigError, match="no such file"):
         load_config(str(tmp_path / "nope.toml"), env={})
+
+
+@pytest.mark.parametrize("overrides,fragment", [
+    ({"call_timeout": 0.0}, "--timeout 0: must be more than 0 seconds — wall-time limit for one call"),
+    ({"call_timeout": -5.0}, "--timeout -5: must be more than 0 seconds"),
+    ({"call_timeout": float("nan")}, "--timeout nan: must be a finite number"),
+    ({"jobs": -1}, "--jobs -1: must be 0 or more — exercises graded at once"),
+    ({"color": "blue"}, "unknown --color 'blue': choose from auto, always, never"),
+    ({"formats": ("pdf",)}, "unknown --format 'pdf': choose from terminal, html, md, json, junit, classroom"),
+    ({"secret_seed": "12"}, "--secret-seed-file: the secret seed must be an integer"),
+])
+def test_overrides_are_validated_as_the_keys_they_stand_for(overrides, fragment):
+    flags = {"call_timeout": "--timeout", "jobs": "--jobs", "color": "--color", "formats": "--format",
+             "secret_seed": "--secret-seed-file"}
+    with pytest.raises(ConfigError) as e:
+        load_config(None, env={}, overrides=overrides, flags=flags)
+    assert fragment in str(e.value)
+
+
+def test_overrides_without_a_flag_name_the_key_and_good_ones_apply():
+    with pytest.raises(ConfigError, match=r"override of \[limits\] call_timeout = 0: must be more than 0"):
+        load_config(None, env={}, overrides={"call_timeout": 0})
+    with pytest.raises(ConfigError, match="not a setting an override can change"):
+        load_config(None, env={}, overrides={"timeout": 3})
+    cfg = load_config(None, env={}, overrides={"call_timeout": 2, "jobs": 0, "formats": ("junit",), "color": None})
+    assert (cfg.call_timeout, cfg.jobs, cfg.formats, cfg.color) == (2.0, 0, ("junit",), "auto")
