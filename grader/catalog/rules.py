@@ -2,53 +2,39 @@
 lists, checked statically (grader.pipeline.static: what names and imports prove) and at run time
 (tripwires and the ATen dispatch-mode net, grader.sandbox.tripwires). ATen patterns are substrings
 of operator names ("aten::lstm" matches aten::lstm_cell): no operator that correct tensor code
-reaches contains them.
-
-`static` holds only names the source can prove: a dotted name resolved through the imports
-(`F.relu` is torch.nn.functional.relu). A method of a value whose type the source does not show
-(`z.relu()`, `loss.backward()`, `unit.sign(z)`) proves nothing, since a student's own class may
-have a method of that name: each such shortcut is in `patch` as a method of torch.Tensor
-(`torch.Tensor.relu`), where only a real tensor's call trips, and in `aten` where it has a kernel.
-Each rule's `# Rationale:` says what it forbids and what its static names prove; its `rationale`
-is what the student reads: why, and what to do instead."""
+reaches contains them. `static` names are proof (they resolve through the imports); `z.relu()` is not (a
+student's class may have a relu method): such a shortcut is in `patch` as a torch.Tensor method, where only a
+tensor's call trips, and in `aten`. A rule's `rationale` is what the student reads: why, and what to do instead."""
 from grader.catalog.spec import Forbidden
 
 # ----------------------------------------------------------------------------- shared
 # Rationale: manual-backprop exercises are about deriving the gradient; autograd would compute it.
-# Static names prove a call into autograd's gradient machinery (torch.autograd.grad/backward, its
-# functional and forward-mode APIs, the engine itself, torch.func's transforms, and
-# requires_grad=True given to a torch function); torch.autograd.Function, no_grad, vmap and
-# requires_grad=False are not uses. `.backward()` and `.requires_grad_()` are methods: a tensor's
-# trips at run time (requires_grad_ only when it switches autograd on), a student's own class's
-# never; every backward pass, whatever its route, goes through the engine, which is watched too.
+# Static: the gradient APIs, the engine, torch.func's transforms, requires_grad=True to a torch function (not
+# Function, no_grad, vmap, requires_grad=False). At run time a tensor's .backward()/.requires_grad_(True) trip
+# (a student's own backward never does), and so does the engine, which every backward pass goes through.
 _FUNC_TRANSFORMS = ("grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "linearize")
 _AUTOGRAD_FUNCTIONAL = ("jacobian", "hessian", "vjp", "jvp", "hvp", "vhp")
+_ENGINE = ("torch.autograd.variable.Variable._execution_engine", "torch._C._ImperativeEngine")
 AUTOGRAD = Forbidden(
     name="autograd",
     rationale="this exercise is backprop by hand: compute the gradient from its formula with tensor operations "
               "(your own layer classes and their backward methods are fine), not with torch.autograd, "
               "torch.func, a tensor's .backward() or requires_grad=True",
     static=("torch.autograd.grad", "torch.autograd.backward", "torch.autograd.functional", "torch.autograd.forward_ad",
-            "torch.autograd.graph._engine_run_backward", "torch.autograd._engine_run_backward",
-            "torch.autograd.Variable._execution_engine", "torch.autograd.variable.Variable._execution_engine",
-            "torch._C._ImperativeEngine", "torch._C._EngineBase",
-            *(f"torch.func.{f}" for f in _FUNC_TRANSFORMS), *(f"functorch.{f}" for f in _FUNC_TRANSFORMS),
-            "kw:requires_grad"),
+            "torch.autograd.Variable._execution_engine", "torch._C._EngineBase", *_ENGINE, "kw:requires_grad",
+            *(f"{m}.{f}" for m in ("torch.func", "functorch") for f in _FUNC_TRANSFORMS)),
     patch=("torch.Tensor.backward", "torch.autograd.backward", "torch.autograd.grad", "torch.Tensor.requires_grad_",
-           *(f"torch.autograd.functional.{f}" for f in _AUTOGRAD_FUNCTIONAL), "torch.autograd.forward_ad.make_dual",
-           *(f"torch.func.{f}" for f in _FUNC_TRANSFORMS), "torch.autograd.variable.Variable._execution_engine",
-           "torch._C._ImperativeEngine"))
+           "torch.autograd.forward_ad.make_dual", *(f"torch.autograd.functional.{f}" for f in _AUTOGRAD_FUNCTIONAL),
+           *(f"torch.func.{f}" for f in _FUNC_TRANSFORMS), *_ENGINE))
 
 # ----------------------------------------------------------------------------- neurons
-# Rationale: heaviside is one comparison; torch.heaviside would be the whole exercise. Static: the
-# function's name; z.heaviside(...) trips at run time (Tensor method, aten::heaviside).
+# Rationale: heaviside is one comparison; torch.heaviside would be the whole exercise.
 HEAVISIDE = Forbidden(
     name="torch.heaviside", rationale="this exercise is the step function itself: build it from a comparison",
     static=("torch.heaviside",),
     patch=("torch.heaviside", "torch.Tensor.heaviside", "torch.Tensor.heaviside_"),
     aten=("aten::heaviside",))
-# Rationale: sign is two comparisons; torch.sign/sgn would be the whole exercise. Static: the
-# functions' names; z.sign() / z.sgn() trip at run time (Tensor methods, aten::sign).
+# Rationale: sign is two comparisons; torch.sign/sgn would be the whole exercise.
 SIGN = Forbidden(
     name="torch.sign", rationale="this exercise is the sign function itself: build it from comparisons",
     static=("torch.sign", "torch.sgn"),
@@ -58,7 +44,6 @@ SIGN = Forbidden(
 
 # ----------------------------------------------------------------------------- activations
 # Rationale: the sigmoid is the exercise; torch.sigmoid (and its aliases) would skip the stable formula.
-# Static: the functions' and module's names; z.sigmoid() trips at run time (Tensor method, aten::sigmoid).
 SIGMOID = Forbidden(
     name="torch.sigmoid", rationale="this exercise is the sigmoid itself: write it with torch.exp, stably",
     static=("torch.sigmoid", "torch.special.expit", "torch.nn.functional.sigmoid", "torch.nn.Sigmoid",
@@ -66,15 +51,13 @@ SIGMOID = Forbidden(
     patch=("torch.sigmoid", "torch.special.expit", "torch.nn.functional.sigmoid", "torch.Tensor.sigmoid",
            "torch.Tensor.sigmoid_", "torch.nn.Sigmoid", "torch.nn.functional.logsigmoid"),
     aten=("aten::sigmoid", "aten::log_sigmoid"))
-# Rationale: tanh is the exercise; torch.tanh would skip the stable formula. Static: the functions'
-# and module's names; z.tanh() trips at run time (Tensor method, aten::tanh).
+# Rationale: tanh is the exercise; torch.tanh would skip the stable formula.
 TANH = Forbidden(
     name="torch.tanh", rationale="this exercise is tanh itself: write it with torch.exp (or a stable sigmoid), stably",
     static=("torch.tanh", "torch.nn.functional.tanh", "torch.nn.Tanh"),
     patch=("torch.tanh", "torch.nn.functional.tanh", "torch.Tensor.tanh", "torch.Tensor.tanh_", "torch.nn.Tanh"),
     aten=("aten::tanh",))
-# Rationale: relu is the exercise; torch.relu and nn.ReLU would be the whole answer. Static: the
-# functions' and module's names; z.relu() / z.relu_() trip at run time (Tensor methods, aten::relu).
+# Rationale: relu is the exercise; torch.relu and nn.ReLU would be the whole answer.
 RELU = Forbidden(
     name="torch.relu", rationale="this exercise is relu itself: use torch.clamp, torch.maximum or torch.where",
     static=("torch.relu", "torch.relu_", "torch.nn.functional.relu", "torch.nn.functional.relu_", "torch.nn.ReLU"),
@@ -95,17 +78,14 @@ _ELU_APIS = ("torch.nn.functional.elu", "torch.nn.functional.elu_", "torch.nn.EL
 ELU = Forbidden(
     name="torch.nn.functional.elu",
     rationale="this exercise is elu itself: use torch.where and torch.expm1 or torch.exp",
-    static=_ELU_APIS, patch=_ELU_APIS,
-    aten=("aten::elu", "aten::celu", "aten::selu"))
+    static=_ELU_APIS, patch=_ELU_APIS, aten=("aten::elu", "aten::celu", "aten::selu"))
 # Rationale: gelu is the exercise; F.gelu would skip z * Phi(z).
 _GELU_APIS = ("torch.nn.functional.gelu", "torch.nn.GELU", "torch._C._nn.gelu")
 GELU = Forbidden(
     name="torch.nn.functional.gelu", rationale="this exercise is gelu itself: write z * Phi(z) with torch.erf",
-    static=_GELU_APIS, patch=_GELU_APIS,
-    aten=("aten::gelu",))
+    static=_GELU_APIS, patch=_GELU_APIS, aten=("aten::gelu",))
 # Rationale: softmax and log_softmax are each other's shortcut (softmax = exp(log_softmax)), so one
-# rule covers both; the max trick and the normalisation are the exercise. Static: the functions'
-# and modules' names; z.softmax(dim) / z.log_softmax(dim) trip at run time (Tensor methods, ATen).
+# rule covers both; the max trick and the normalisation are the exercise.
 SOFTMAX = Forbidden(
     name="torch.softmax",
     rationale="this exercise is the stable softmax itself: subtract the max, exponentiate, normalise "
@@ -117,8 +97,7 @@ SOFTMAX = Forbidden(
            "torch.nn.Softmax", "torch._softmax", "torch.log_softmax", "torch.nn.functional.log_softmax",
            "torch.special.log_softmax", "torch.Tensor.log_softmax", "torch.nn.LogSoftmax", "torch._log_softmax"),
     aten=("aten::_softmax", "aten::_log_softmax", "aten::softmax", "aten::log_softmax"))
-# Rationale: logsumexp is the stable half of log_softmax; writing it is the exercise. Static: the
-# functions' names; z.logsumexp(dim) trips at run time (Tensor method, aten::logsumexp).
+# Rationale: logsumexp is the stable half of log_softmax; writing it is the exercise.
 LOGSUMEXP = Forbidden(
     name="torch.logsumexp",
     rationale="log_softmax is z minus the stable log-sum-exp: write that part yourself with the max trick",
@@ -132,8 +111,7 @@ _MSE_APIS = ("torch.nn.functional.mse_loss", "torch.nn.MSELoss", "torch._C._nn.m
 MSE = Forbidden(
     name="torch.nn.functional.mse_loss",
     rationale="this exercise is the mean squared error itself: square the differences and average them",
-    static=_MSE_APIS, patch=_MSE_APIS,
-    aten=("aten::mse_loss",))
+    static=_MSE_APIS, patch=_MSE_APIS, aten=("aten::mse_loss",))
 # Rationale: cross_entropy = log_softmax + picking the targets + mean; F.cross_entropy and
 # F.nll_loss do the picking and the mean, which are the exercise.
 _CROSS_ENTROPY_APIS = ("torch.nn.functional.cross_entropy", "torch.nn.functional.nll_loss",
@@ -207,8 +185,7 @@ _MAX_POOL_APIS = ("torch.nn.functional.max_pool1d", "torch.nn.functional.max_poo
 MAX_POOL = Forbidden(
     name="torch.nn.functional.max_pool2d",
     rationale="this exercise is max pooling itself: form the windows (unfold or loops) and take their max",
-    static=_MAX_POOL_APIS, patch=_MAX_POOL_APIS,
-    aten=("max_pool", "adaptive_max_pool", "fractional_max_pool"))
+    static=_MAX_POOL_APIS, patch=_MAX_POOL_APIS, aten=("max_pool", "adaptive_max_pool", "fractional_max_pool"))
 # Rationale: average pooling is the exercise; the library pools would do the windowing for you.
 _AVG_POOL_APIS = ("torch.nn.functional.avg_pool1d", "torch.nn.functional.avg_pool2d",
                   "torch.nn.functional.avg_pool3d", "torch.nn.functional.adaptive_avg_pool2d",
@@ -217,8 +194,7 @@ _AVG_POOL_APIS = ("torch.nn.functional.avg_pool1d", "torch.nn.functional.avg_poo
 AVG_POOL = Forbidden(
     name="torch.nn.functional.avg_pool2d",
     rationale="this exercise is average pooling itself: form the windows (unfold or loops) and take their mean",
-    static=_AVG_POOL_APIS, patch=_AVG_POOL_APIS,
-    aten=("avg_pool", "adaptive_avg_pool"))
+    static=_AVG_POOL_APIS, patch=_AVG_POOL_APIS, aten=("avg_pool", "adaptive_avg_pool"))
 
 # ----------------------------------------------------------------------------- rnn, lstm, gru
 _FUNCTIONAL = ("rnn_tanh", "rnn_relu", "rnn_tanh_cell", "rnn_relu_cell", "lstm", "lstm_cell", "gru", "gru_cell",
