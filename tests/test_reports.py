@@ -148,3 +148,40 @@ def test_a_grader_bug_costs_one_exercise_and_says_whose_fault(config):
     first, *rest = r.exercises
     assert first.status.value == "error" and "bug in the grader" in first.message
     assert all(e.passed for e in rest)
+
+
+# -- long messages: capped and summarised, whatever the number of outputs --------------------------
+HEADLINE_MAX, CASE_MAX = 700, 650      # characters; a wrong adam_step used to say 2,500 on one line
+
+
+def test_a_wrong_adam_step_names_its_first_failing_outputs_and_counts_the_rest(make_submission, grade_dir):
+    sub = make_submission({"mlp.adam_step": mistake_source("mlp", "adam_step__swapped_betas")})
+    (e,) = grade_dir(sub, "mlp.adam_step").exercises
+    assert e.status is Status.FAILED and e.diagnosis.startswith("betas swapped")
+    assert len(e.message) < HEADLINE_MAX, e.message
+    failing = [c for c in e.cases if c.status is Status.FAILED]
+    assert failing and all(len(c.message) < CASE_MAX for c in failing), [len(c.message) for c in failing]
+    for c in failing:
+        wrong = [x.name for x in c.comparisons if not x.ok]
+        assert len(wrong) > 4 and c.message.startswith(f"{len(wrong)} of {len(c.comparisons)} outputs wrong; ")
+        assert f"{wrong[0]} wrong: " in c.message and f"and {len(wrong) - 3} more wrong: {wrong[3]}" in c.message
+        assert wrong[-1] not in c.message or len(wrong) <= 9          # the names after the sixth are counted
+    assert f"first failure: {e.cases[0].name} — " in e.message and "outputs wrong" in e.message
+
+
+def test_few_outputs_are_all_said_in_order_and_many_are_summarised():
+    from grader.pipeline.feedback import comparisons_message
+    ok = lambda n: Comparison(name=n, ok=True)                       # noqa: E731
+    bad = lambda n: Comparison(name=n, ok=False, problem="1 of 4 values differ")  # noqa: E731
+    assert comparisons_message((ok("h"), bad("c"))) == "h correct; c wrong: 1 of 4 values differ"
+    many = tuple(bad(f"p[{i}]") for i in range(40)) + (ok("lr"),)
+    text = comparisons_message(many)
+    assert text.startswith("40 of 41 outputs wrong; p[0] wrong: 1 of 4 values differ; p[1] wrong")
+    assert "and 37 more wrong: p[3], p[4], p[5], p[6], p[7], p[8] and 31 more; 1 correct" in text
+    assert len(text) < 300 and comparisons_message(tuple(ok(str(i)) for i in range(9))) == "all 9 outputs correct"
+
+
+def test_a_huge_exception_message_is_cut_with_a_count():
+    from grader.pipeline.feedback import error_message
+    text = error_message({"type": "ValueError", "message": "x" * 50_000, "traceback": "tb"}, 2048)
+    assert len(text) < 700 and text.startswith("ValueError: xxx") and "(49400 more characters)" in text

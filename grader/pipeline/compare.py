@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import torch
 
+from grader.pipeline.feedback import names_and_more
 from grader.results import Comparison, ComparisonKind as Kind, Mismatch
 from grader.sandbox.wire import claimed_requires_grad, claimed_type
 
@@ -63,7 +64,7 @@ def _compare_tree(actual: Any, expected: Any, name: str, tol: Tol, exact: bool) 
         missing = [k for k in expected if k not in actual]
         if missing:
             return [Comparison(name=name, ok=False, kind=Kind.KEYS,
-                               problem=f"missing keys: {', '.join(map(str, missing))}")]
+                               problem=f"missing keys: {names_and_more([str(k) for k in missing])}")]
         out = []
         for k, e in expected.items():
             out.extend(_compare_tree(actual[k], e, f"{name}[{k!r}]", tol, exact))

@@ -16,6 +16,22 @@ from grader.results import Comparison, FailureKind
 
 NOT_IMPLEMENTED = ("not implemented yet: replace the `raise NotImplementedError(...)` in {where} "
                    "with your code")
+MAX_OUTPUTS = 3       # failing outputs a message spells out; the others are counted and named
+MAX_NAMES = 6         # names listed after "and N more"
+MAX_LINE = 600        # characters of a line the headline repeats, or of a raised exception's message
+
+
+def shorten(text: str, limit: int = MAX_LINE) -> str:
+    """`text`, cut at `limit` characters with the count of what was left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit].rstrip()}… ({len(text) - limit} more characters)"
+
+
+def names_and_more(names: list[str], limit: int = MAX_NAMES) -> str:
+    """'a, b, c' or 'a, b, c and 4 more'."""
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
 def describe_value(x: Any, depth: int = 0) -> str:
@@ -58,10 +74,24 @@ def case_description(reference: Any, case: Case) -> str:
 
 
 def comparisons_message(comps: tuple[Comparison, ...]) -> str:
+    """One line for a whole return value. Up to MAX_OUTPUTS + 1 outputs, each is said in order
+    ("h correct; c wrong: ..."); with more (a bundle of parameters), the first MAX_OUTPUTS wrong
+    ones are said in full, then the other wrong ones are counted and named, then the correct ones
+    counted: a line of a few hundred characters, however many tensors an optimiser updates."""
     if len(comps) == 1:
         c = comps[0]
         return "correct" if c.ok else c.problem
-    return "; ".join(f"{c.name} correct" if c.ok else f"{c.name} wrong: {c.problem}" for c in comps)
+    if len(comps) <= MAX_OUTPUTS + 1:
+        return "; ".join(f"{c.name} correct" if c.ok else f"{c.name} wrong: {c.problem}" for c in comps)
+    wrong = [c for c in comps if not c.ok]
+    parts = [f"{len(wrong)} of {len(comps)} outputs wrong"] if wrong else [f"all {len(comps)} outputs correct"]
+    parts += [f"{c.name} wrong: {c.problem}" for c in wrong[:MAX_OUTPUTS]]
+    if len(wrong) > MAX_OUTPUTS:
+        rest = [c.name for c in wrong[MAX_OUTPUTS:]]
+        parts.append(f"and {len(rest)} more wrong: {names_and_more(rest)}")
+    if wrong and len(wrong) < len(comps):
+        parts.append(f"{len(comps) - len(wrong)} correct")
+    return "; ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -145,5 +175,5 @@ def error_message(error: dict[str, str], memory_mb: int) -> str:
     if what in (FailureKind.SYS_EXIT, FailureKind.INTERRUPT):
         return words(what, Facts())
     tb = error.get("traceback", "")
-    text = f"{kind}: {msg}" if msg else kind
+    text = f"{kind}: {shorten(msg)}" if msg else kind
     return f"{text}\n{tb}" if tb else text

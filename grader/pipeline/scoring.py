@@ -7,6 +7,7 @@ from typing import Sequence
 
 from grader.catalog.spec import ExerciseSpec
 from grader.config import Config
+from grader.pipeline import feedback
 from grader.pipeline.feedback import NOT_IMPLEMENTED
 from grader.results import CaseResult, Status
 
@@ -44,7 +45,7 @@ def summarise(cases: Sequence[CaseResult], max_points: float, where: str, import
     diagnoses = Counter(c.diagnosis for c in cases if c.diagnosis)
     diagnosis = diagnoses.most_common(1)[0][0] if diagnoses else ""
     first = next(c for c in cases if c.status is not Status.PASSED)
-    said = first.message.splitlines()[0] if first.message else first.status.value
+    said = feedback.shorten(first.message.splitlines()[0]) if first.message else first.status.value
     headline = f"{passed} of {total} cases passed; first failure: {first.name} — {said}"
     if import_error:
         headline = f"{headline} (note: your module does not import as written: {import_error})"
