@@ -2,7 +2,9 @@
 
 Each subcommand lives in grader/frontends/commands/<name>.py with `register(subparsers)` (which sets
 `func`) — adding a front-end is adding a file. The commands grade through grader.api; every
-exception a user can fix is a grader.errors.UsageError, which exits 2 with its message.
+exception a user can fix is a grader.errors.UsageError, which exits 2 with its message. Any other
+exception is a bug in the grader: its traceback is printed and the exit code is 3 (ExitCode.INTERNAL),
+as for a command whose result holds a grader fault.
 """
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import argparse
 import importlib
 import pkgutil
 import sys
+import traceback
 
 from grader import __version__
 from grader.errors import ExitCode, UsageError
@@ -39,3 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("grader: interrupted", file=sys.stderr)
         return 130
+    except Exception:            # a bug in the grader, not in the user's input
+        traceback.print_exc()
+        print(f"grader: internal error in grader {__version__}: this is a bug in the grader, not in the "
+              "submission or the command; please report it with the traceback above", file=sys.stderr)
+        return ExitCode.INTERNAL

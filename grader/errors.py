@@ -10,7 +10,7 @@ class ExitCode(IntEnum):
     OK = 0             # everything graded passed
     FAILED = 1         # something graded failed
     USAGE = 2          # bad arguments, configuration or submission path
-    INTERNAL = 3       # the grader itself broke (a bug: please report it)
+    INTERNAL = 3       # the grader itself broke: a grader fault on some exercise, or a crash (a bug: please report it)
 
 
 class UsageError(Exception):

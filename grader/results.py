@@ -22,6 +22,7 @@ class Status(str, Enum):
     NOT_IMPLEMENTED = "not implemented"
     NOT_RUN = "not run"          # an earlier failure stopped this case
     SKIPPED = "skipped"          # e.g. a CUDA-only check without CUDA
+    GRADER_FAULT = "grader fault"  # the grader itself failed (a bug in a spec or the engine), not the student
 
     @property
     def ok(self) -> bool:
@@ -214,6 +215,11 @@ class SubmissionResult:
     @property
     def max_score(self) -> float:
         return round(sum(e.max_points + sum(p.max_points for p in e.performance) for e in self.exercises), 4)
+
+    @property
+    def grader_faults(self) -> tuple[str, ...]:
+        """Ids of the exercises the grader failed on: their 0 points are no grade (exit 3, retried in a batch)."""
+        return tuple(e.id for e in self.exercises if e.status is Status.GRADER_FAULT)
 
     @property
     def all_passed(self) -> bool:

@@ -146,8 +146,9 @@ def test_a_grader_bug_costs_one_exercise_and_says_whose_fault(config):
     specs[0] = dataclasses.replace(specs[0], reference=broken)
     r = grade(str(SOLUTIONS), specs, config)
     first, *rest = r.exercises
-    assert first.status.value == "error" and "bug in the grader" in first.message
-    assert all(e.passed for e in rest)
+    assert first.status is Status.GRADER_FAULT and "bug in the grader, not in your code" in first.message
+    assert "RuntimeError: reference exploded" in first.message and "test_reports.py" in first.message
+    assert r.grader_faults == (first.id,) and all(e.passed for e in rest)
 
 
 # -- long messages: capped and summarised, whatever the number of outputs --------------------------

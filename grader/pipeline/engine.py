@@ -72,20 +72,17 @@ def grade(submission_path: str, specs: list[ExerciseSpec], config: Config,
 
 
 def _guarded(spec: ExerciseSpec, ctx: Context) -> ExerciseResult:
-    """A failure of the grader itself costs one exercise, with a message that says whose fault it is."""
+    """A failure of the grader itself is no grade: the exercise is a GRADER_FAULT (exit 3, retried by
+    the next batch), with a message that says whose fault it is; the other exercises go on."""
     try:
         return grade_exercise(spec, ctx)
     except Exception as e:   # a bug in a spec or the engine: never the student's, never a lost batch
-        return ExerciseResult(id=spec.id, status=Status.ERROR, points=0.0,
-                              max_points=scoring.max_points(spec, ctx.config),
-                              message=f"the grader failed on this exercise ({type(e).__name__}: {e}); this is a "
-                                      "bug in the grader, not in your code: please report it")
+        return scoring.grader_fault(spec, ctx.config, e)
 
 
 def _unreadable(path: str, specs: list[ExerciseSpec], config: Config, message: str,
                 start: float) -> SubmissionResult:
-    exercises = tuple(ExerciseResult(id=s.id, status=Status.ERROR, points=0.0,
-                                     max_points=scoring.max_points(s, config), message=message) for s in specs)
+    exercises = tuple(scoring.unscored(s, config, Status.ERROR, message) for s in specs)
     return SubmissionResult(submission=path, exercises=exercises, settings=config.summary(), errors=(message,),
                             seconds=time.monotonic() - start, grader_version=__version__)
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import os
+import traceback
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -19,6 +21,7 @@ NOT_IMPLEMENTED = ("not implemented yet: replace the `raise NotImplementedError(
 MAX_OUTPUTS = 3       # failing outputs a message spells out; the others are counted and named
 MAX_NAMES = 6         # names listed after "and N more"
 MAX_LINE = 600        # characters of a line the headline repeats, or of a raised exception's message
+_PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def shorten(text: str, limit: int = MAX_LINE) -> str:
@@ -92,6 +95,21 @@ def comparisons_message(comps: tuple[Comparison, ...]) -> str:
     if wrong and len(wrong) < len(comps):
         parts.append(f"{len(comps) - len(wrong)} correct")
     return "; ".join(parts)
+
+
+def grader_fault_message(error: BaseException, with_text: bool = True) -> str:
+    """The headline of an exercise the grader failed on: whose fault it is, that these points are
+    no grade, and for the bug report the exception and where the grader raised it."""
+    frames = traceback.extract_tb(error.__traceback__) if error.__traceback__ is not None else []
+    where = ""
+    if frames:
+        path = frames[-1].filename
+        inside = os.path.commonpath([_PACKAGE_ROOT, os.path.abspath(path)]) == _PACKAGE_ROOT
+        where = f" in {os.path.relpath(path, _PACKAGE_ROOT) if inside else os.path.basename(path)}:" \
+                f"{frames[-1].lineno} ({frames[-1].name})"
+    text = f": {shorten(str(error), 200)}" if with_text and str(error) else ""
+    return (f"the grader failed on this exercise ({type(error).__name__}{text}{where}): this is a bug in the "
+            "grader, not in your code, and no grade was given for it; please report it to your instructor")
 
 
 @dataclass(frozen=True)

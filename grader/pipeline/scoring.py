@@ -9,7 +9,7 @@ from grader.catalog.spec import ExerciseSpec
 from grader.config import Config
 from grader.pipeline import feedback
 from grader.pipeline.feedback import NOT_IMPLEMENTED
-from grader.results import CaseResult, Status
+from grader.results import CaseResult, ExerciseResult, Status
 
 # When cases disagree, the exercise shows the most telling status.
 _PRIORITY = (Status.NOT_IMPLEMENTED, Status.CRASHED, Status.TIMEOUT, Status.ERROR, Status.FAILED, Status.NOT_RUN)
@@ -28,6 +28,18 @@ class Summary:
 def max_points(spec: ExerciseSpec, config: Config) -> float:
     points = config.exercise(spec.id).points
     return float(spec.points if points is None else points)
+
+
+def unscored(spec: ExerciseSpec, config: Config, status: Status, message: str) -> ExerciseResult:
+    """An exercise no case of which ran: 0 of its points, and `message` says why."""
+    return ExerciseResult(id=spec.id, status=status, points=0.0, max_points=max_points(spec, config), message=message)
+
+
+def grader_fault(spec: ExerciseSpec, config: Config, error: Exception) -> ExerciseResult:
+    """The grader raised `error` while grading `spec`: no grade, said to be the grader's fault.
+    With hidden cases on, the exception's own text is withheld (it could show their inputs)."""
+    message = feedback.grader_fault_message(error, with_text=config.secret_seed is None)
+    return unscored(spec, config, Status.GRADER_FAULT, message)
 
 
 def summarise(cases: Sequence[CaseResult], max_points: float, where: str, import_error: str = "") -> Summary:

@@ -12,10 +12,11 @@ The object follows the runner format of the Classroom Python grader (version 3):
                 "score": 1.0, "message": "...", "test_code": "", "filename": "exercises/attention.py",
                 "line_no": 20, "duration": 0.31}]}
 
-One test per exercise; `score` carries partial credit. `status` is "error" only when the
-submission as a whole could not be read. `render(result, "classroom")` is the JSON text;
-`encoded(result)` the base64 line value (`grader ci --classroom` writes `result=<it>` to
-$GITHUB_OUTPUT).
+One test per exercise; `score` carries partial credit. A test's `status` is "error" when the
+grader failed on it (a grader fault: no grade); the runner's `status` is "error" when the
+submission as a whole could not be read or the grader failed on some exercise.
+`render(result, "classroom")` is the JSON text; `encoded(result)` the base64 line value
+(`grader ci --classroom` writes `result=<it>` to $GITHUB_OUTPUT).
 """
 from __future__ import annotations
 
@@ -24,8 +25,9 @@ import json
 import os
 from typing import Any
 
+from grader.reports.filters import grader_fault_note
 from grader.reports.junit import failure_text
-from grader.results import ExerciseResult, SubmissionResult
+from grader.results import ExerciseResult, Status, SubmissionResult
 
 MAX_MESSAGE = 2000          # characters per test message: the whole object travels in one output line
 
@@ -38,18 +40,20 @@ def _test(e: ExerciseResult, root: str | None) -> dict[str, Any]:
     message = "" if e.passed else failure_text(e, location=False)
     if len(message) > MAX_MESSAGE:
         message = message[:MAX_MESSAGE - 20] + "\n[... shortened]"
-    return {"name": e.id, "status": "pass" if e.passed else "fail", "score": round(e.points, 4),
+    status = "pass" if e.passed else "error" if e.status is Status.GRADER_FAULT else "fail"
+    return {"name": e.id, "status": status, "score": round(e.points, 4),
             "message": message, "test_code": "", "filename": _relative(e.source_file, root),
             "line_no": e.source_line, "duration": round(e.seconds, 3)}
 
 
 def classroom_result(result: SubmissionResult, root: str | None = None) -> dict[str, Any]:
     tests = [_test(e, root) for e in result.exercises]
-    status = "error" if result.errors and not any(e.cases for e in result.exercises) else \
-        "pass" if result.all_passed else "fail"
+    unreadable = result.errors and not any(e.cases for e in result.exercises)
+    status = "error" if unreadable or result.grader_faults else "pass" if result.all_passed else "fail"
     out: dict[str, Any] = {"version": 3, "status": status, "max_score": round(result.max_score, 4), "tests": tests}
-    if result.errors:
-        out["message"] = "\n".join(result.errors)
+    said = [*result.errors, *filter(None, [grader_fault_note(result)])]
+    if said:
+        out["message"] = "\n".join(said)
     return out
 
 

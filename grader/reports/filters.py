@@ -5,7 +5,20 @@ from grader.results import Status
 
 STATUS_MARK = {Status.PASSED: "PASS", Status.FAILED: "FAIL", Status.ERROR: "ERROR", Status.TIMEOUT: "TIMEOUT",
                Status.CRASHED: "CRASH", Status.FORBIDDEN: "FORBIDDEN", Status.NOT_IMPLEMENTED: "TODO",
-               Status.NOT_RUN: "NOT RUN", Status.SKIPPED: "SKIP"}
+               Status.NOT_RUN: "NOT RUN", Status.SKIPPED: "SKIP", Status.GRADER_FAULT: "INTERNAL"}
+# Said once per report when the grader failed on some exercise: the student is not to blame.
+GRADER_FAULT = ("The grader failed on {n} exercise{s} ({ids}): a bug in the grader, not in your code. "
+                "No grade was given for {them}; please report it (the next run grades {them} again).")
+
+
+def grader_fault_note(result) -> str:
+    """The report-wide sentence about grader faults ("" when there is none)."""
+    ids = result.grader_faults
+    if not ids:
+        return ""
+    shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+    return GRADER_FAULT.format(n=len(ids), s="" if len(ids) == 1 else "s", ids=shown,
+                               them="it" if len(ids) == 1 else "them")
 
 
 class Colors:
@@ -17,7 +30,7 @@ class Colors:
 
     def status(self, status: Status) -> str:
         color = self.green if status is Status.PASSED else self.yellow if status in (
-            Status.NOT_IMPLEMENTED, Status.SKIPPED, Status.NOT_RUN) else self.red
+            Status.NOT_IMPLEMENTED, Status.SKIPPED, Status.NOT_RUN, Status.GRADER_FAULT) else self.red
         return f"{color}{STATUS_MARK[status]:<9}{self.reset}"
 
 
@@ -51,4 +64,5 @@ def heat_range(h) -> tuple[float, float]:
 
 def register(env) -> None:
     env.filters.update(points=points, sci=sci, indent_lines=indent, cell_color=cell_color)
-    env.globals.update(STATUS_MARK=STATUS_MARK, heat_range=heat_range, Status=Status)
+    env.globals.update(STATUS_MARK=STATUS_MARK, heat_range=heat_range, Status=Status,
+                       grader_fault_note=grader_fault_note)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from grader.reports.filters import grader_fault_note
 from grader.results import ExerciseResult, Status, SubmissionResult
 
 
@@ -77,16 +78,18 @@ def results_json(result: SubmissionResult, hidden_visibility: str = "after_publi
             if p.ratio is not None:
                 leaderboard.append({"name": f"{e.id} time ratio", "value": round(p.ratio, 4), "order": "asc"})
     score = round(sum(t["score"] for t in tests), 4)
+    fault = grader_fault_note(result)
     out: dict[str, Any] = {
         "score": score,
         "max_score": round(sum(t["max_score"] for t in tests), 4),
-        "output": f"{score:g} / {result.max_score:g} points" + "".join(f"\n{err}" for err in result.errors),
+        "output": f"{score:g} / {result.max_score:g} points" + "".join(f"\n{err}" for err in result.errors)
+                  + (f"\n{fault}" if fault else ""),
         "output_format": "text",
         "visibility": "visible",
         "stdout_visibility": "hidden",
         "tests": tests,
         "extra_data": {"grader_version": result.grader_version, "seconds": round(result.seconds, 3),
-                       "settings": result.settings},
+                       "settings": result.settings, "grader_faults": list(result.grader_faults)},
     }
     if leaderboard:
         out["leaderboard"] = leaderboard

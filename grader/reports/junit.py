@@ -6,9 +6,10 @@
           <failure message="the grader's diagnosis">the full feedback</failure>
 
 Mapping of statuses: a wrong answer, a forbidden API or a missing implementation is a
-<failure>; the student's code raising, running out of time or crashing is an <error>; a
-skipped check is <skipped>. Problems with the submission as a whole (unreadable, a module
-that does not import) are one more failing testcase, `submission::loads`.
+<failure>; the student's code raising, running out of time or crashing is an <error>, and so
+is a grader fault (type="grader fault": the grader's bug, no grade); a skipped check is
+<skipped>. Problems with the submission as a whole (unreadable, a module that does not import)
+are one more failing testcase, `submission::loads`.
 Built as data with ElementTree (it escapes), like Gradescope's JSON; a report computes nothing.
 
 `failure_text(exercise)` is the plain-text feedback for one exercise that every CI front-end
@@ -23,7 +24,7 @@ from typing import Any
 
 from grader.results import ExerciseResult, Status, SubmissionResult
 
-_ERRORS = (Status.ERROR, Status.TIMEOUT, Status.CRASHED)
+_ERRORS = (Status.ERROR, Status.TIMEOUT, Status.CRASHED, Status.GRADER_FAULT)
 # Characters XML 1.0 cannot carry (a student's output may contain any byte).
 _INVALID_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 MAX_CASES = 3

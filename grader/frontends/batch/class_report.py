@@ -15,7 +15,7 @@ from grader.frontends.batch.gradebook import Row, fingerprint
 from grader.reports.text import template
 from grader.results import Status
 
-TROUBLE = (Status.CRASHED, Status.TIMEOUT)
+TROUBLE = (Status.CRASHED, Status.TIMEOUT, Status.GRADER_FAULT)
 MAX_MISTAKES = 25
 MAX_NAMES = 8
 
@@ -47,7 +47,7 @@ class Mistake:
 class Trouble:
     student: str
     exercise: str           # "" for the whole submission
-    status: str             # crashed, timeout, unreadable, grader error
+    status: str             # crashed, timeout, grader fault (one exercise); unreadable, grader error (all)
     message: str
 
 
@@ -76,6 +76,7 @@ class ClassStats:
     troubles: tuple[Trouble, ...]
     performance: tuple[PerfStats, ...] = ()
     full_marks: int = 0
+    grader_faults: tuple[str, ...] = ()     # students whose row the grader failed on (no grade yet)
     heatmap: tuple[tuple[str, ...], tuple[tuple[float, ...], ...]] = field(default=((), ()))
 
     @property
@@ -95,9 +96,11 @@ def class_stats(rows: list[Row]) -> ClassStats:
     troubles: list[Trouble] = []
     perf: dict[tuple[str, str], list] = defaultdict(list)
     for row in rows:
-        if row.state != "graded":
+        faults = row.result.grader_faults
+        whole = row.state == "unreadable" or (row.state == "grader_error" and len(faults) == len(row.result.exercises))
+        if whole:       # else the exercises the grader failed on are listed one by one, below
             troubles.append(Trouble(row.student, "", row.state.replace("_", " "),
-                                    row.message or "; ".join(row.result.errors)))
+                                    row.message or "; ".join(row.result.errors) or _first_line(row.result.exercises)))
         for e in row.result.exercises:
             if e.id not in by_exercise:
                 ids.append(e.id)
@@ -106,9 +109,8 @@ def class_stats(rows: list[Row]) -> ClassStats:
                 key = (e.id, fingerprint(e.diagnosis))
                 mistakes[key].append(row.student)
                 explanations.setdefault(key, e.diagnosis.split(":", 1)[1].strip() if ":" in e.diagnosis else "")
-            if e.status in TROUBLE and row.state == "graded":
-                first_line = e.message.splitlines()[0] if e.message else ""
-                troubles.append(Trouble(row.student, e.id, e.status.value, first_line))
+            if e.status in TROUBLE and not whole:
+                troubles.append(Trouble(row.student, e.id, e.status.value, _first_line([e])))
             for p in e.performance:
                 perf[(e.id, p.name)].append(p)
     exercises = tuple(ExerciseStats(
@@ -124,7 +126,13 @@ def class_stats(rows: list[Row]) -> ClassStats:
         exercises=exercises, mistakes=top, troubles=tuple(troubles),
         performance=tuple(_perf(ex, name, ps) for (ex, name), ps in perf.items() if any(p.ratio for p in ps)),
         full_marks=sum(1 for r in rows if r.max_score and r.score >= r.max_score),
+        grader_faults=tuple(r.student for r in rows if r.state == "grader_error"),
         heatmap=_heatmap(rows, ids))
+
+
+def _first_line(exercises) -> str:
+    message = next((e.message for e in exercises if e.message), "")
+    return message.splitlines()[0] if message else ""
 
 
 def _perf(exercise: str, name: str, results) -> PerfStats:

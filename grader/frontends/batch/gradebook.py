@@ -7,7 +7,9 @@ result either whole or absent. WAL journal, synchronous=FULL.
 
 A student's row is current when its content hash (what was handed in) and settings hash
 (exercises selected, limits, points, secret seed, grader version) match this run's: then the
-submission is skipped unless --force. A row whose state is `grader_error` is never current.
+submission is skipped unless --force. A row whose state is `grader_error` is never current: the
+grader failed on the submission (a worker died) or on one of its exercises (a GRADER_FAULT
+status), so its zeros are no grade, and the next run grades it again.
 
 Tables:
   runs         one row per `grader batch` invocation

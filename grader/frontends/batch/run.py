@@ -3,7 +3,8 @@
 Steps, in order:
   1. discover the students in SUBMISSIONS and fingerprint each submission (grader.frontends.batch.discover);
   2. open the gradebook in --out; a student whose row matches this content and these settings is
-     skipped (unless --force) (grader.frontends.batch.gradebook);
+     skipped (unless --force), except a `grader_error` row (the grader failed on the submission, or on
+     one of its exercises: a grader fault), which is always graded again (grader.frontends.batch.gradebook);
   3. grade the rest in warm workers, one Sandbox each (grader.frontends.batch.workers); as each result comes
      back the parent writes the student's feedback files, then commits the row (grader.frontends.batch.outputs);
   4. rewrite any feedback file a killed run left missing, then grades.csv and class_report.html
@@ -32,7 +33,7 @@ from grader.frontends.batch.progress import Progress
 from grader.frontends.batch.workers import BatchError, Done, Pool, Task
 from grader.catalog import select
 from grader.config import Config
-from grader.results import ExerciseResult, Status, SubmissionResult, from_dict
+from grader.results import Status, SubmissionResult, from_dict
 
 NBGRADER_MODULE = "grader.frontends.notebooks.nbgrader_export"
 
@@ -156,7 +157,9 @@ class _Recorder:
                          f"(not your fault; it is regraded on the next run): {last}", d.error)
 
     def placeholder(self, entry: Entry, digest: str, state: str, message: str, detail: str = "") -> None:
-        self.record(entry, digest, _placeholder(entry.path, self.specs, self.config, message), state, detail)
+        status = Status.GRADER_FAULT if state == "grader_error" else Status.ERROR
+        self.record(entry, digest, _placeholder(entry.path, self.specs, self.config, status, message), state,
+                    detail)
 
     def record(self, entry: Entry, digest: str, result: SubmissionResult, state: str, detail: str = "") -> None:
         outputs.write_student(self.out, entry.student, result, self.config.visibility)
@@ -229,6 +232,9 @@ def _finish(out: str, rows: list[Row], ids: list[str], config: Config, options: 
 
 
 def _state(result: SubmissionResult) -> str:
+    """graded, unreadable, or grader_error: the grader failed on some exercise (never skipped by a rerun)."""
+    if result.grader_faults:
+        return "grader_error"
     nothing_ran = all(not e.cases for e in result.exercises)
     return "unreadable" if result.errors and nothing_ran else "graded"
 
@@ -245,9 +251,8 @@ def _tally(summary: Summary, student: str, result: SubmissionResult, state: str)
         summary.crashed.append(student)
 
 
-def _placeholder(path: str, specs, config: Config, message: str) -> SubmissionResult:
-    """A result for a submission that was not run: every exercise 0 points, with `message`."""
-    exercises = tuple(ExerciseResult(id=s.id, status=Status.ERROR, points=0.0,
-                                     max_points=scoring.max_points(s, config), message=message) for s in specs)
+def _placeholder(path: str, specs, config: Config, status: Status, message: str) -> SubmissionResult:
+    """A result for a submission that was not run: every exercise 0 points, `status`, with `message`."""
+    exercises = tuple(scoring.unscored(s, config, status, message) for s in specs)
     return SubmissionResult(submission=path, exercises=exercises, settings=config.summary(), errors=(message,),
                             grader_version=__version__)

@@ -41,7 +41,8 @@ def annotations(result: SubmissionResult, source_root: str) -> list[str]:
         if e.passed:
             continue
         level = "warning" if e.status is Status.SKIPPED else "error"
-        title = f"{e.id}: {e.points:g} / {e.max_points:g} points"
+        title = (f"{e.id}: the grader failed (not your code; no grade)" if e.status is Status.GRADER_FAULT
+                 else f"{e.id}: {e.points:g} / {e.max_points:g} points")
         file = repo_path(e.source_file, source_root) if e.source_file and os.path.isfile(e.source_file) else ""
         out.append(command(level, failure_text(e, location=False, max_cases=1), file, e.source_line, title))
     return out

@@ -1,6 +1,7 @@
 """Subcommands of `grader`; each module registers one (see grader.cli), and grades through grader.api.
 
-Helpers every command shares: the --config option, the configuration it names, paths in it.
+Helpers every command shares: the --config option, the configuration it names, paths in it, the
+exit code of a graded result.
 Commands import the catalog, the engine and torch inside run(), not at the top: `grader` imports
 every command module to build its parser, and `grader --version` or a usage error must not wait
 for torch (tests/test_layout.py checks it).
@@ -11,7 +12,8 @@ import os
 
 from grader import api
 from grader.config import Config
-from grader.errors import UsageError
+from grader.errors import ExitCode, UsageError
+from grader.results import SubmissionResult
 
 
 def add_config_argument(parser) -> None:
@@ -40,3 +42,11 @@ def submission_from(args, config: Config) -> str:
     if not os.path.exists(path):
         raise UsageError(f"{path}: no such file or folder (pass --submission PATH)")
     return path
+
+
+def graded_exit(result: SubmissionResult, ok: bool) -> ExitCode:
+    """The exit code of a command that graded `result`: 3 when the grader failed on some exercise
+    (its 0 points are no grade, whatever the policy), else 0 when `ok`, else 1."""
+    if result.grader_faults:
+        return ExitCode.INTERNAL
+    return ExitCode.OK if ok else ExitCode.FAILED

@@ -18,7 +18,8 @@ def register(sub) -> None:
                     "submitted/<student>/<assignment>/). Results go to a SQLite gradebook in --out as they "
                     "complete: a re-run skips unchanged submissions, and a killed batch resumes where it stopped. "
                     "Exit 0: every submission was graded (whatever the scores); 2: usage error; 3: the grader "
-                    "failed on some submission (they are retried on the next run).")
+                    "failed on some submission or exercise (a grader fault: those are no grade, and the "
+                    "next run grades them again).")
     p.add_argument("submissions", metavar="SUBMISSIONS", help="folder with one entry per student")
     p.add_argument("names", nargs="*", metavar="EXERCISE_OR_MODULE", help="e.g. attention (default: every exercise)")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (gradebook, feedback, reports)")
@@ -74,7 +75,8 @@ def _summary(s) -> str:
     lines = [f"{s.students} students: {len(s.graded)} graded now, {len(s.skipped)} unchanged and skipped "
              f"({s.seconds:.1f} s)"]
     for label, names in (("without full marks", s.not_full_marks), ("crashed or timed out", s.crashed),
-                         ("unreadable", s.unreadable), ("grader errors (retried on the next run)", s.grader_errors)):
+                         ("unreadable", s.unreadable),
+                         ("grader faults (no grade; retried on the next run)", s.grader_errors)):
         if names:
             lines.append(f"  {len(names)} {label}: {_names(names)}")
     lines += [f"  note: {n}" for n in s.notes]

@@ -5,8 +5,8 @@ import os
 import sys
 
 from grader import api
-from grader.errors import ExitCode, UsageError
-from grader.frontends.commands import add_config_argument, config_from, submission_from
+from grader.errors import UsageError
+from grader.frontends.commands import add_config_argument, config_from, graded_exit, submission_from
 from grader.reports import FORMATS, render
 from grader.timing.config import with_overrides
 
@@ -14,7 +14,8 @@ from grader.timing.config import with_overrides
 def register(sub) -> None:
     p = sub.add_parser("check", help="grade a submission (default: the exercises/ folder)",
                        description="Grade a submission and report. Exit 0: everything graded passed; "
-                                   "1: something failed; 2: usage or configuration error.")
+                                   "1: something failed; 2: usage or configuration error; 3: the grader itself "
+                                   "failed on some exercise (a bug in the grader: no grade).")
     p.add_argument("names", nargs="*", metavar="EXERCISE_OR_MODULE", help="e.g. attention or attention.causal_mask")
     p.add_argument("--submission", metavar="PATH", help="folder, .zip, .py or .ipynb (default: [course] submission)")
     p.add_argument("--format", default=None, metavar="FORMAT",
@@ -47,4 +48,4 @@ def run(args) -> int:
         print(f"{result.score:g} / {result.max_score:g} — report written to {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
-    return ExitCode.OK if result.all_passed else ExitCode.FAILED
+    return graded_exit(result, result.all_passed)

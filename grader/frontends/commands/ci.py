@@ -2,7 +2,8 @@
 
 Exit 0: the policy is met (default: everything passed; with --min-score: the score reaches it);
 1: it is not; 2: usage or configuration error, including a configuration or grader that is not
-the pinned one (--expect-config-sha256, --expect-grader-version).
+the pinned one (--expect-config-sha256, --expect-grader-version); 3: the grader itself failed on
+some exercise (a bug in the grader: its 0 points are no grade, so no policy is met or failed).
 """
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ import os
 import sys
 
 from grader import api
-from grader.errors import ExitCode, UsageError
+from grader.errors import UsageError
 from grader.frontends.ci import pinning
 from grader.frontends.ci.report import write_reports
-from grader.frontends.commands import add_config_argument, config_from, config_path, submission_from
+from grader.frontends.commands import add_config_argument, config_from, config_path, graded_exit, submission_from
 
 
 def register(sub) -> None:
@@ -98,6 +99,10 @@ def run(args) -> int:
     write_reports(result, config, args.out, args.summary or os.environ.get("GITHUB_STEP_SUMMARY"),
                   source_root, os.environ.get("GITHUB_OUTPUT") if args.classroom else None, sys.stdout,
                   classroom=args.classroom)
+    if result.grader_faults:
+        print(f"policy: not decided — the grader failed on {', '.join(result.grader_faults)} (a bug in the "
+              "grader, not in the submission); rerun once it is fixed")
+        return graded_exit(result, False)
     if policy is None:
         ok = result.all_passed
         print(f"policy: every exercise must pass — {'met' if ok else 'not met'}")
@@ -106,4 +111,4 @@ def run(args) -> int:
         ok = result.score >= threshold - 1e-9
         print(f"policy: at least {threshold:g} of {result.max_score:g} points — {result.score:g}: "
               f"{'met' if ok else 'not met'}")
-    return ExitCode.OK if ok else ExitCode.FAILED
+    return graded_exit(result, ok)
