@@ -1,7 +1,7 @@
 """Subcommands of `grader`; each module registers one (see grader.cli), and grades through grader.api.
 
-Helpers every command shares: the --config option, the configuration it names, paths in it, the
-exit code of a graded result.
+Helpers every command shares: the --config option, the configuration it names (flags validated as
+the keys of autograde.toml they override), paths in it, the exit code of a graded result.
 Commands import the catalog, the engine and torch inside run(), not at the top: `grader` imports
 every command module to build its parser, and `grader --version` or a usage error must not wait
 for torch (tests/test_layout.py checks it).
@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 from grader import api
-from grader.config import Config
+from grader.config import Config, validate_overrides
 from grader.errors import ExitCode, UsageError
 from grader.results import SubmissionResult
 
@@ -26,9 +26,18 @@ def config_path(args) -> str | None:
     return args.config or api.find_config()
 
 
+# Config field -> the flag that overrides it, in every command that has it (for the messages).
+FLAGS = {"call_timeout": "--timeout", "jobs": "--jobs", "color": "--color", "formats": "--format",
+         "secret_seed": "--secret-seed-file"}
+
+
 def config_from(args, **overrides) -> Config:
-    """The validated configuration, with these flags (None: not given) taking precedence."""
-    return api.load(args.config, overrides=overrides)
+    """The validated configuration, with these flags (None: not given) taking precedence.
+
+    The flags are checked first, as the keys of autograde.toml they stand for (grader.config):
+    a bad one fails before the catalog and torch load."""
+    validate_overrides(overrides, FLAGS)
+    return api.load(args.config, overrides=overrides, flags=FLAGS)
 
 
 def resolve(config: Config, path: str) -> str:

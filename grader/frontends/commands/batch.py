@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from grader.config import in_range
 from grader.errors import ExitCode, UsageError
 from grader.frontends.batch.workers import BatchError, warm_up
 from grader.frontends.commands import add_config_argument, config_from
@@ -23,7 +24,7 @@ def register(sub) -> None:
     p.add_argument("submissions", metavar="SUBMISSIONS", help="folder with one entry per student")
     p.add_argument("names", nargs="*", metavar="EXERCISE_OR_MODULE", help="e.g. attention (default: every exercise)")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (gradebook, feedback, reports)")
-    p.add_argument("--jobs", type=int, metavar="N", help="submissions graded at once (default: one per CPU core)")
+    p.add_argument("--jobs", type=int, metavar="N", help="submissions graded at once (default or 0: one per CPU core)")
     p.add_argument("--force", action="store_true", help="regrade every submission, even unchanged ones")
     p.add_argument("--timeout", type=float, metavar="S", help="per-call time limit, seconds")
     p.add_argument("--assignment", metavar="NAME", help="nbgrader assignment name (picks submitted/<student>/NAME/)")
@@ -53,8 +54,8 @@ def run(args) -> int:
     warm_up()                          # the workers' torch import overlaps with ours, below
     from grader.frontends.batch.run import Options, run_batch
 
-    if args.jobs is not None and args.jobs < 1:
-        raise UsageError(f"--jobs {args.jobs}: give 1 or more submissions at once")
+    if args.jobs is not None:        # workers, not [limits] jobs; the same range as that key
+        in_range("jobs", args.jobs, f"--jobs {args.jobs}", "submissions graded at once (0: one per CPU core)")
     config = config_from(args, call_timeout=args.timeout)
     options = Options(submissions=args.submissions, out=args.out, names=tuple(args.names), jobs=args.jobs or 0,
                       force=args.force, assignment=args.assignment, nbgrader_db=args.nbgrader_db)

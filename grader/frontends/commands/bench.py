@@ -10,7 +10,7 @@ import os
 from grader import api
 from grader.errors import ExitCode, UsageError
 from grader.frontends.commands import add_config_argument, config_from, resolve
-from grader.timing.config import perf_config
+from grader.timing.config import parse_section, perf_config
 
 
 def register(sub) -> None:
@@ -34,6 +34,8 @@ def run(args) -> int:
     from grader.timing import scaling, stage
     from grader.timing.specs import REGISTRY, perf_specs
 
+    if args.budget is not None:     # checked as [performance] budget_s is
+        parse_section({"budget_s": args.budget}, "--budget")
     config = config_from(args)
     (spec,) = select([args.exercise]) if "." in args.exercise else (None,)
     checks = perf_specs(spec) if spec is not None else ()
@@ -48,7 +50,9 @@ def run(args) -> int:
     try:
         sizes = [int(v) for v in args.sizes.split(",")] if args.sizes else list(perf.bench)
     except ValueError:
-        raise UsageError(f"--sizes {args.sizes!r}: give whole numbers separated by commas, e.g. 64,128,256") from None
+        sizes = [0]
+    if not sizes or min(sizes) < 1:
+        raise UsageError(f"--sizes {args.sizes}: give whole numbers of 1 or more separated by commas, e.g. 64,128,256")
     submission = load_submission(args.submission or resolve(config, config.submission))
     if spec.module not in submission.files:
         raise UsageError(f"the submission has no {spec.module}.py")

@@ -5,7 +5,6 @@ import os
 import sys
 
 from grader import api
-from grader.errors import UsageError
 from grader.frontends.commands import add_config_argument, config_from, graded_exit, submission_from
 from grader.reports import FORMATS, render
 from grader.timing.config import with_overrides
@@ -24,7 +23,7 @@ def register(sub) -> None:
     p.add_argument("--output", metavar="FILE", help="write the report here instead of standard output")
     p.add_argument("--color", choices=("auto", "always", "never"), default=None)
     p.add_argument("--timeout", type=float, metavar="S", help="per-call time limit, seconds")
-    p.add_argument("--jobs", type=int, metavar="N", help="exercises graded at once")
+    p.add_argument("--jobs", type=int, metavar="N", help="exercises graded at once (0: one per CPU core)")
     p.add_argument("--perf", action="store_true", default=None,
                    help="also time the exercises that pass against PyTorch (the [performance] checks; off by default)")
     add_config_argument(p)
@@ -32,12 +31,11 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    if args.format and args.format not in FORMATS:      # before the catalog loads: a typo fails fast
-        raise UsageError(f"unknown --format '{args.format}': choose from {', '.join(FORMATS)}")
-    config = config_from(args, call_timeout=args.timeout, jobs=args.jobs, color=args.color)
+    config = config_from(args, call_timeout=args.timeout, jobs=args.jobs, color=args.color,
+                         formats=(args.format,) if args.format else None)
     if args.perf:
         config = with_overrides(config, enabled=True)
-    fmt = args.format or (config.formats[0] if config.formats else "terminal")   # [reports] formats: validated
+    fmt = config.formats[0] if config.formats else "terminal"     # --format, else the first of [reports] formats
     result = api.grade(submission_from(args, config), args.names, config)
     color = {"always": True, "never": False}.get(config.color)
     text = render(result, fmt, color=color if not args.output else False, visibility=config.visibility)

@@ -7,6 +7,7 @@ some exercise (a bug in the grader: its 0 points are no grade, so no policy is m
 """
 from __future__ import annotations
 
+import math
 import os
 import sys
 
@@ -47,7 +48,10 @@ def _policy(text: str | None):
     try:
         value = float(text.rstrip("%"))
     except ValueError:
-        raise UsageError(f"--min-score {text!r}: give points (6.5) or a percentage (70%)") from None
+        value = math.nan
+    top = 100 if text.endswith("%") else math.inf
+    if not (math.isfinite(value) and 0 <= value <= top):
+        raise UsageError(f"--min-score {text}: give points (6.5, 0 or more) or a percentage (70%, from 0% to 100%)")
     return (lambda top: value / 100 * top) if text.endswith("%") else (lambda top: value)
 
 
@@ -85,7 +89,7 @@ def run(args) -> int:
     policy = _policy(args.min_score)
     config = config_from(args, secret_seed=_seed_from_file(args.secret_seed_file))
     # The secret is in `config` now; drop it from the environment too. The sandbox's child never
-    # sees the variable (grader.sandbox.runner._child_environment passes an allow-list), and
+    # sees the variable (grader.sandbox.provision.child_environment passes an allow-list), and
     # nothing else this process runs needs it.
     os.environ.pop(config.seed_env, None)
     submission = submission_from(args, config)
