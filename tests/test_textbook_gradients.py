@@ -104,3 +104,22 @@ def test_a_tensor_method_shortcut_is_caught_at_run_time(graded, exercise, line, 
     n = _line_of("tensor_method_shortcuts", exercise, line)
     assert e.message.startswith(f"{CAUGHT['run']}{via} (line {n}): "), e.message
     assert f"line {n}: `{line}`" in e.message and ". Why: " in e.message, e.message
+
+
+def test_the_message_quotes_each_line_once_and_names_another_module():
+    """grader.pipeline.forbidden, pure: one call that trips three wires is one line quoted; a hit in a helper
+    module the exercise imports names that file; a hit outside the submission's files keeps only its API."""
+    from grader.pipeline.forbidden import runtime_message
+    spec = catalog()["losses.mse_loss_grad"]
+    sources = {"losses": "import torch\n\ndef mse_loss_grad(p, t):\n    loss.backward()\n",
+               "helpers": "def f(x):\n    return x.relu()\n"}
+    hits = [{"rule": "autograd", "via": v, "file": "losses.py", "line": 4}
+            for v in ("torch.Tensor.backward", "torch.autograd.backward",
+                      "torch.autograd.variable.Variable._execution_engine")]
+    hits += [{"rule": "autograd", "via": "torch.autograd.grad", "file": "helpers.py", "line": 2},
+             {"rule": "autograd", "via": "torch.func.vjp", "file": "3456.py", "line": 9}]
+    message = runtime_message(spec, hits, sources)
+    assert message.startswith("called a forbidden API while running: torch.Tensor.backward (line 4): autograd; "
+                              "torch.autograd.grad (helpers.py, line 2): autograd; torch.func.vjp: autograd. "
+                              "line 4: `loss.backward()`. helpers.py line 2: `return x.relu()`. Why: "), message
+    assert message.count("torch.autograd.backward") == 0
