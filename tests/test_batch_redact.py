@@ -106,3 +106,14 @@ def test_comparisons_keep_name_verdict_and_kind_in_fixed_words():
     assert c.message == "out wrong: differs from the reference; weights wrong: wrong shape"
     assert [x.kind for x in c.comparisons] == [ComparisonKind.VALUES, ComparisonKind.SHAPE]
     assert c.heatmaps == () and "(2, 4, 8)" not in repr(e) and "0.1234" not in repr(e) and "0.5678" not in repr(e)
+
+
+def test_a_headline_that_quotes_a_long_first_line_shortened_is_redacted_too():
+    """scoring.summarise keeps 600 characters of the first failing case's first line."""
+    from grader.pipeline.feedback import shorten
+    long = f"raised {SECRET}: " + "0.1234, " * 200
+    case = hidden(FailureKind.EXCEPTION, message=long)
+    headline = f"0 of 1 cases passed; first failure: hidden 1 — {shorten(long)}"
+    (e,) = student_view(submission([case], message=headline)).exercises
+    assert e.message == "0 of 1 cases passed; first failure: hidden 1 — raised an exception"
+    assert SECRET not in repr(e) and "0.1234" not in repr(e)

@@ -21,7 +21,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from grader.pipeline.feedback import SAYABLE_EXCEPTIONS, Facts, comparisons_message, words
+from grader.pipeline.feedback import SAYABLE_EXCEPTIONS, Facts, comparisons_message, shorten, words
 from grader.pipeline.redact import WITHHELD, hidden, hide
 from grader.results import CaseResult, Comparison, ExerciseResult, FailureKind, Status, SubmissionResult
 
@@ -49,8 +49,8 @@ def _exercise(e: ExerciseResult, settings: dict[str, Any]) -> ExerciseResult:
         if c.hidden:
             safe = _hidden_case(c, facts)
             said, says = _first_line(c.message), _first_line(safe.message)
-            if said and said != says:           # the headline quotes the first failing case
-                message = message.replace(said, says)
+            if said and said != says:           # the headline quotes the first failing case (shortened)
+                message = message.replace(said, says).replace(shorten(said), says)
             c = safe
         cases.append(c)
     output, notes = e.output, e.notes
