@@ -142,7 +142,8 @@ def test_reads_outside_the_sandbox_fail(grade_dir):
 
 def test_student_code_sees_no_secrets_from_the_environment(monkeypatch, config, tmp_path):
     """The sandbox starts with an allow-listed environment: a CI token or the seed never reaches it."""
-    from grader.sandbox.runner import Sandbox, copy_submission
+    from grader.sandbox.provision import copy_submission
+    from grader.sandbox.runner import Sandbox
     monkeypatch.setenv("GRADER_SECRET_SEED", "424242")
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_secret")
     copy_submission({"m.py": "import os\ndef env():\n    return dict(os.environ)\n"}, str(tmp_path))

@@ -21,7 +21,8 @@ from grader.config import Config
 from grader.pipeline import feedback
 from grader.pipeline.context import Context, ModuleLoad
 from grader.pipeline.run import STARTUP_GRACE
-from grader.sandbox.runner import Outcome, copy_submission, remove_workdir
+from grader.sandbox.provision import copy_submission, remove_workdir
+from grader.sandbox.runner import Outcome
 from grader.submission.loader import salvage, salvage_for_importers
 
 

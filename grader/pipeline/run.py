@@ -26,7 +26,8 @@ from grader.pipeline.cases import tolerance
 from grader.pipeline.context import Context, ModuleLoad
 from grader.pipeline.judge import ProbeError, judge
 from grader.results import CaseResult, FailureKind
-from grader.sandbox.runner import Outcome, Session, copy_submission, remove_workdir
+from grader.sandbox.provision import copy_submission, remove_workdir
+from grader.sandbox.runner import Outcome, Session
 
 # Importing the module and a session's first call (lazy torch initialisation) get at least this
 # long, however short the per-call limit: a loaded machine must not turn start-up into a timeout.

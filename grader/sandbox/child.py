@@ -78,7 +78,7 @@ class _SealedGrader(importlib.abc.MetaPathFinder):
     """Refuses every grader module not imported before the student's code runs, whatever finder
     (sys.path, an editable install's finder, the package's __path__) would have found it.
     Defence in depth: the student's own code could remove it; Landlock, which does not let the
-    child read the grader package at all, is what holds (grader.sandbox.runner._read_paths)."""
+    child read the grader package at all, is what holds (grader.sandbox.provision.read_paths)."""
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
         if (name == "grader" or name.startswith("grader.")) and name not in sys.modules:

@@ -20,7 +20,8 @@ from typing import Any, Callable
 
 from grader.pipeline import feedback
 from grader.results import Status
-from grader.sandbox.runner import Sandbox, Session, copy_submission, remove_workdir
+from grader.sandbox.provision import copy_submission, remove_workdir
+from grader.sandbox.runner import Sandbox, Session
 from grader.timing.driver import Driver
 from grader.timing.measure import Environment
 from grader.timing.records import Block

@@ -61,7 +61,7 @@ def grade_submission(root: str) -> str:
     # grader.env holds the secret seed: read into the configuration here, never put in an environment.
     config = api.load(os.path.join(source, "autograde.toml"), env={**os.environ, **read_env(source)})
     # Were it set in Gradescope's environment, drop it too: the sandbox's child gets an allow-listed
-    # environment (grader.sandbox.runner._child_environment), and nothing else here needs it.
+    # environment (grader.sandbox.provision.child_environment), and nothing else here needs it.
     os.environ.pop(config.seed_env, None)
     names = manifest["names"]
     specs = select(names)
