@@ -12,7 +12,8 @@ Steps, in order, for each selected exercise (exercises run concurrently, each in
      over grader.sandbox);
   5. each reply is judged here: compared with the reference (compare) or by the spec's judge,
      matched against known mistakes, localised, shown as heatmaps (judge, a pure function);
-     a hidden case keeps only fixed words chosen by the kind of its failure (redact);
+     a hidden case keeps only fixed words chosen by the kind of its failure (redact); once every
+     case is judged, float64 misses of float32's size are named as such (precision);
   6. forbidden calls seen at run time cost the exercise; otherwise points by cases passed and
      the headline (scoring); the child is killed, its output kept (truncated).
 Then, for the whole submission, one exercise at a time:
