@@ -76,3 +76,95 @@ def test_zero_dim_and_odd_strided_tensors():
     assert back.shape == () and back.item() == 3.5
     odd = torch.einsum("nchw->nc", torch.ones(2, 3, 4, 4))[:, :, None, None]
     assert torch.equal(wire.loads(wire.dumps(odd)), odd)
+
+
+# -- bounds: whatever the bytes, decoding raises WireError only and costs a bounded amount ----------
+
+def _raw(header: bytes, *buffers: bytes) -> bytes:
+    return struct.pack(">Q", len(header)) + header + b"".join(buffers)
+
+
+@pytest.mark.parametrize("data", [
+    _raw(b'{"sizes":[],"value":' + b"[" * 5000 + b"]" * 5000 + b"}"),      # RecursionError in json
+    _raw(b'{"sizes":[],"value":' + b'{"tuple":[' * 70 + b"1" + b"]}" * 70 + b"}"),  # past MAX_DEPTH
+    _raw(b'{"sizes":[],"value":{"int":"x"}}'),                               # ValueError
+    _raw(b'{"sizes":[],"value":{"int":"' + b"9" * 5000 + b'"}}'),           # past int's digit limit
+    _raw(b'{"sizes":[],"value":{"dict":[[1]]}}'),                            # IndexError
+    _raw(b'{"sizes":[],"value":{"dict":7}}'),                                # TypeError
+    _raw(b'{"sizes":[],"value":{"tuple":null}}'),
+    _raw(b'{"sizes":[8],"value":{"tensor":0,"dtype":"torch.float64","shape":[0,1099511627776,1099511627776]}}',
+         b"\0" * 8),                                                          # a shape claiming 2**80 elements
+    _raw(b'{"sizes":[0],"value":{"tensor":0,"dtype":"torch.float32","shape":' + str([0] * 40).encode() + b"}}", b""),
+    _raw(b'{"sizes":[0],"value":{"tensor":0,"dtype":"torch.float32","shape":[1]}}', b""),
+    _raw(b"\xff\xfe not utf-8"),
+    _raw(b"[1, 2]"),
+    struct.pack(">Q", 1 << 62) + b"{}",
+])
+def test_hostile_bytes_raise_wire_error_and_nothing_else(data):
+    with pytest.raises(wire.WireError):
+        wire.loads(data)
+
+
+def test_a_header_over_its_limit_is_refused_before_it_is_parsed():
+    big = _raw(b'{"sizes":[],"value":"' + b"a" * wire.MAX_HEADER + b'"}')
+    with pytest.raises(wire.WireError, match="byte limit"):
+        wire.loads(big)
+
+
+def test_too_many_values_or_tensors_are_refused_before_parsing():
+    lists = _raw(b'{"sizes":[],"value":[' + b",".join([b"[]"] * wire.MAX_VALUES) + b"]}")
+    with pytest.raises(wire.WireError, match="values"):
+        wire.loads(lists)
+    n = wire.MAX_TENSORS + 1
+    tensors = b'{"sizes":[' + b",".join([b"0"] * n) + b'],"value":[' + b",".join(
+        [b'{"tensor":0,"dtype":"torch.bool","shape":[0]}'] * n) + b"]}"
+    with pytest.raises(wire.WireError, match="tensors"):
+        wire.loads(_raw(tensors))
+
+
+def test_the_largest_replies_of_the_curriculum_fit_the_bounds():
+    """A tokenizer's ~44,000 byte tokens (the largest header measured over a full grade) and a
+    batch of tensors (the capstone returns ~50 per reply) decode within the bounds, with room."""
+    tokens = [bytes([i % 256]) * (1 + i % 3) for i in range(4 * 44_000)]
+    assert wire.loads(wire.dumps(tokens)) == tokens
+    tensors = {f"w{i}": torch.randn(4, 4) for i in range(1000)}
+    assert all(torch.equal(v, tensors[k]) for k, v in wire.loads(wire.dumps(tensors)).items())
+
+
+def test_decoded_tensors_own_their_data_and_are_writable():
+    back = wire.loads(bytes(wire.dumps((torch.arange(6.0), torch.arange(3)))))
+    back[0].add_(1)
+    assert back[0].tolist() == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0] and back[1].tolist() == [0, 1, 2]
+
+
+def test_numpy_arrays_are_refused_with_what_to_return_instead():
+    numpy = pytest.importorskip("numpy")
+    for array in (numpy.zeros((2, 3)), numpy.arange(4), numpy.array([7])):
+        with pytest.raises(wire.WireError, match=r"numpy.ndarray.*return a torch.Tensor"):
+            wire.dumps(array)
+    assert wire.loads(wire.dumps([numpy.float32(0.5), numpy.int64(3), numpy.bool_(True), numpy.array(2.5)])) == \
+        [0.5, 3, True, 2.5]
+
+
+def test_a_reply_trickling_in_misses_its_wall_clock_deadline():
+    """Each recv waits only for what is left of the whole message's time, not a fresh timeout."""
+    import socket
+    import threading
+    import time
+    a, b = socket.socketpair()
+    data = wire.dumps(torch.zeros(64))
+    stop = threading.Event()
+
+    def trickle():
+        for byte in struct.pack(">Q", len(data)) + data:
+            if stop.wait(0.05):
+                return
+            b.send(bytes([byte]))
+    threading.Thread(target=trickle, daemon=True).start()
+    start = time.monotonic()
+    with pytest.raises(socket.timeout):
+        wire.recv(a, timeout=0.5)
+    stop.set()
+    assert time.monotonic() - start < 1.0
+    a.close()
+    b.close()

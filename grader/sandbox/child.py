@@ -141,11 +141,13 @@ def serve(sock: socket.socket, setup: dict[str, Any]) -> None:
             sys.stderr.flush()
         except BaseException:
             pass
-        try:
+        try:        # encoded whole before a byte is sent: a failure leaves nothing half-written
             wire.send(sock, reply)
-        except Exception as e:      # anything the student returned that cannot travel
+        except BaseException as e:  # anything the student returned that cannot travel: their error
+            why = str(e) if isinstance(e, wire.WireError) else \
+                f"encoding the value your function returned raised {type(e).__name__}"
             wire.send(sock, {"ok": False, "hits": hits.items, "substitutes_called": sorted(called),
-                             "error": {"type": "UnsendableResult", "message": str(e), "traceback": ""}})
+                             "error": {"type": "UnsendableResult", "message": why, "traceback": ""}})
 
 
 def _call(module, req, rules, hits, driver, workdir) -> dict[str, Any]:

@@ -151,7 +151,11 @@ class Session:
         self.drain = _Drain(out_fd, limits.output_bytes)
         self.drain.start()
         self.alive = True
-        self.ready = self._receive(import_timeout)
+        try:
+            self.ready = self._receive(import_timeout)
+        except BaseException:   # whatever went wrong in the parent, no child outlives it
+            self.kill()
+            raise
         if self.ready.kind != "ok":
             self.kill()         # a child whose import failed has said so and ended: no calls to it
 
@@ -161,18 +165,24 @@ class Session:
         """Call `function` (through the session's driver unless `plain`) with a wall-time limit."""
         if not self.alive:
             return Outcome("crashed", detail="the process had already stopped")
+        start = time.monotonic()
         try:
+            self.sock.settimeout(max(timeout, 0.01))
             wire.send(self.sock, {"op": "call", "function": function, "args": list(args),
                                   "kwargs": dict(kwargs or {}), "plain": plain})
+        except socket.timeout:      # a child that stopped reading: the call's time runs all the same
+            self.kill()
+            return Outcome("timeout", seconds=time.monotonic() - start)
         except OSError:
             return self._died()
-        return self._receive(timeout)
+        return self._receive(timeout - (time.monotonic() - start), start)
 
-    def _receive(self, timeout: float) -> Outcome:
-        start = time.monotonic()
-        self.sock.settimeout(max(timeout, 0.01))
+    def _receive(self, timeout: float, start: float | None = None) -> Outcome:
+        """The child's next reply, all of it in by `start + timeout` (wall clock), as an Outcome.
+        Whatever the bytes are, a reply that is not one is the child's failure ("protocol")."""
+        start = time.monotonic() if start is None else start
         try:
-            reply = wire.recv(self.sock, self.limits.max_message)
+            return _outcome(wire.recv(self.sock, self.limits.max_message, timeout=max(timeout, 0.01)))
         except socket.timeout:
             self.kill()
             return Outcome("timeout", seconds=time.monotonic() - start)
@@ -181,19 +191,6 @@ class Session:
         except wire.WireError as e:
             self.kill()
             return Outcome("protocol", detail=str(e))
-        if not isinstance(reply, dict):
-            self.kill()
-            return Outcome("protocol", detail="malformed reply")
-        hits = reply.get("hits") or []
-        seconds = float(reply.get("seconds") or 0.0)
-        called = reply.get("substitutes_called")
-        called = [str(n) for n in called] if isinstance(called, list) else None
-        if reply.get("ready") is True or reply.get("ok") is True:
-            return Outcome("ok", value=reply.get("value", reply.get("functions")), hits=hits,
-                           modified=list(reply.get("modified") or []), seconds=seconds,
-                           detail="; ".join(reply.get("notes") or []), called=called)
-        kind = "missing" if reply.get("missing") else "error"
-        return Outcome(kind, error=dict(reply.get("error") or {}), hits=hits, seconds=seconds, called=called)
 
     def _died(self) -> Outcome:
         status = self.kill()
@@ -238,6 +235,34 @@ class Session:
     @property
     def output_total(self) -> int:
         return self.drain.total
+
+
+def _outcome(reply: Any) -> Outcome:
+    """A decoded reply as an Outcome, each field of the type the pipeline relies on (WireError if not)."""
+    def listed(key: str, item: type) -> list:
+        got = reply.get(key) or []
+        if not isinstance(got, list) or not all(isinstance(x, item) for x in got):
+            raise wire.WireError(f"malformed reply: {key}")
+        return got
+    if not isinstance(reply, dict):
+        raise wire.WireError("malformed reply")
+    hits = listed("hits", dict)[:20]
+    if not all(set(h) == {"rule", "via", "file", "line"} and isinstance(h["rule"], str) and isinstance(h["via"], str)
+               and isinstance(h["file"], str) and type(h["line"]) is int for h in hits):
+        raise wire.WireError("malformed reply: hits")
+    seconds, error = reply.get("seconds") or 0.0, reply.get("error") or {}
+    if not isinstance(seconds, (int, float)) or not isinstance(error, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in error.items()):
+        raise wire.WireError("malformed reply: seconds or error")
+    called = listed("substitutes_called", str) if "substitutes_called" in reply else None
+    if reply.get("ready") is True:
+        return Outcome("ok", value=listed("functions", str), hits=hits, seconds=float(seconds),
+                       detail="; ".join(listed("notes", str)), called=called)
+    if reply.get("ok") is True:
+        return Outcome("ok", value=reply.get("value"), hits=hits, modified=listed("modified", str),
+                       seconds=float(seconds), called=called)
+    kind = "missing" if reply.get("missing") else "error"
+    return Outcome(kind, error=error, hits=hits, seconds=float(seconds), called=called)
 
 
 def _exists(pid: int) -> bool:

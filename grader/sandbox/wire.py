@@ -5,6 +5,12 @@ A message is: 8-byte big-endian header length, a JSON header, then the raw buffe
 header points to. Tensors are rebuilt in the parent with `torch.frombuffer` from bytes whose
 length is checked against shape x itemsize, so whatever object the student returned (a
 Tensor subclass with a friendly `__eq__`, say) arrives as a plain `torch.Tensor` of its data.
+
+Decoding is bounded, because the other side may be hostile: a message may cost the reader at
+most about twice its size plus a fixed ceiling (the header's JSON values, counted before they
+are parsed, are the only part that costs more than its bytes). Every failure to decode, whatever
+the bytes provoke, is a `WireError`; `recv` finishes by a wall-clock deadline or raises
+`socket.timeout`, however slowly the bytes arrive.
 """
 from __future__ import annotations
 
@@ -12,11 +18,19 @@ import json
 import math
 import socket
 import struct
+import time
 from typing import Any
 
+import numpy
 import torch
 
 MAX_MESSAGE = 1 << 30   # 1 GiB: a child cannot make the parent allocate more than this
+# Bounds of one header, far above the curriculum's largest reply (a tokenizer's ~44,000 byte
+# tokens: 0.9 MiB of JSON, ~176,000 values) and low enough that parsing costs at most ~100 MB.
+MAX_HEADER = 8 << 20    # bytes of JSON
+MAX_VALUES = 1 << 20    # JSON values, bounded from above by counting [ { , : before parsing
+MAX_TENSORS = 1 << 14   # each rebuilt tensor costs ~1 KB beyond its data
+MAX_DEPTH = 60          # nesting of decoded values (the encoder refuses more than 50)
 
 _DTYPES = {
     str(d): d for d in (
@@ -58,23 +72,33 @@ def _encode(obj: Any, buffers: list[bytes], depth: int = 0) -> Any:
         return [_encode(x, buffers, depth + 1) for x in obj]
     if isinstance(obj, dict):
         return {"dict": [[_encode(k, buffers, depth + 1), _encode(v, buffers, depth + 1)] for k, v in obj.items()]}
-    if hasattr(obj, "__index__") and type(obj).__module__ == "numpy":
-        return int(obj)
-    if hasattr(obj, "__float__") and type(obj).__module__ == "numpy":
-        return float(obj)
-    if type(obj).__module__ == "numpy" and hasattr(obj, "shape"):
-        return _encode(torch.from_numpy(obj.copy()), buffers, depth)
+    if type(obj).__module__ == "numpy" and isinstance(getattr(obj, "shape", None), tuple) and obj.shape:
+        # Rationale: arrays have __index__ too, so this comes before the scalar branches; a
+        # silent conversion would pass a function whose docstring asks for a tensor.
+        raise WireError(f"values of type numpy.ndarray cannot be returned (yours has shape {obj.shape} and "
+                        f"dtype {obj.dtype}): return a torch.Tensor (torch.from_numpy(x) makes one) or, "
+                        "where the exercise asks for a list, x.tolist()")
+    if type(obj).__module__ == "numpy" and isinstance(getattr(obj, "dtype", None), numpy.dtype):
+        number = obj.item()         # numpy scalars (and 0-d arrays) travel as Python numbers
+        if isinstance(number, (bool, int, float)):
+            return _encode(number, buffers, depth)
+    return _unsendable(obj)
+
+
+def _unsendable(obj: Any) -> Any:
     raise WireError(f"values of type {type(obj).__name__} cannot be returned "
                     "(return tensors, numbers, strings, bytes, lists, tuples or dicts)")
 
 
-def _decode(node: Any, buffers: list[bytes], depth: int = 0) -> Any:
-    if depth > 60:
+def _decode(node: Any, buffers: list[memoryview], depth: int = 0) -> Any:
+    if depth > MAX_DEPTH:
         raise WireError("structure nested too deeply")
     if node is None or isinstance(node, (bool, str, int, float)):
         return node
-    if isinstance(node, list):
-        return [_decode(x, buffers, depth + 1) for x in node]
+    if isinstance(node, list):      # in place: a decoded node frees its JSON as it goes
+        for i, x in enumerate(node):
+            node[i] = _decode(x, buffers, depth + 1)
+        return node
     if not isinstance(node, dict) or len(node) == 0:
         raise WireError("malformed node")
     if "tensor" in node:
@@ -83,17 +107,18 @@ def _decode(node: Any, buffers: list[bytes], depth: int = 0) -> Any:
         if dtype is None or not isinstance(shape, list) or not all(isinstance(s, int) and s >= 0 for s in shape):
             raise WireError("malformed tensor header")
         raw = _buffer(buffers, node["tensor"])
+        if len(shape) > 32:
+            raise WireError("tensor of more than 32 dimensions")
         numel = math.prod(shape)
         itemsize = torch.empty((), dtype=dtype).element_size()
         if len(raw) != numel * itemsize:
             raise WireError("tensor data does not match its shape")
-        if numel == 0:
-            t = torch.empty(shape, dtype=dtype)
-        else:
-            t = torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype).reshape(shape)
+        t = torch.empty(shape, dtype=dtype)     # the data is copied once, out of the message
+        if numel:
+            t.view(-1).view(torch.uint8).numpy()[:] = numpy.frombuffer(raw, dtype=numpy.uint8)
         return _mark(t, str(node.get("type", "torch.Tensor")), bool(node.get("requires_grad")))
     if "bytes" in node:
-        return _buffer(buffers, node["bytes"])
+        return bytes(_buffer(buffers, node["bytes"]))
     if "int" in node:
         return int(node["int"])
     if "float" in node:
@@ -111,7 +136,7 @@ def _decode(node: Any, buffers: list[bytes], depth: int = 0) -> Any:
     raise WireError("unknown node")
 
 
-def _buffer(buffers: list[bytes], i: Any) -> bytes:
+def _buffer(buffers: list[memoryview], i: Any) -> memoryview:
     if not isinstance(i, int) or not 0 <= i < len(buffers):
         raise WireError("bad buffer reference")
     return buffers[i]
@@ -139,26 +164,52 @@ def dumps(obj: Any) -> bytes:
     return b"".join([struct.pack(">Q", len(header)), header, *buffers])
 
 
-def loads(data: bytes) -> Any:
-    if len(data) < 8:
-        raise WireError("truncated message")
-    (hlen,) = struct.unpack(">Q", data[:8])
-    if hlen > len(data) - 8:
-        raise WireError("truncated header")
+def loads(data: bytes | bytearray | memoryview) -> Any:
+    """Decode one message. Whatever the bytes are, the only exception is WireError."""
+    view = memoryview(data)
     try:
-        header = json.loads(data[8:8 + hlen])
+        return _loads(view)
+    except WireError:
+        raise
+    except Exception as e:  # noqa: BLE001 -- RecursionError, ValueError, MemoryError...: all the bytes' fault
+        raise WireError(f"malformed message ({type(e).__name__})") from None
+    finally:
+        view.release()
+
+
+def _loads(view: memoryview) -> Any:
+    if len(view) < 8:
+        raise WireError("truncated message")
+    (hlen,) = struct.unpack(">Q", view[:8])
+    if hlen > len(view) - 8:
+        raise WireError("truncated header")
+    if hlen > MAX_HEADER:
+        raise WireError(f"header of {hlen} bytes exceeds the {MAX_HEADER}-byte limit")
+    text = bytes(view[8:8 + hlen])
+    values = 1 + sum(text.count(c) for c in (b"[", b"{", b",", b":"))   # an upper bound, strings included
+    if values > MAX_VALUES:
+        raise WireError(f"header of more than {MAX_VALUES} values")
+    if text.count(b'"tensor"') > MAX_TENSORS:
+        raise WireError(f"more than {MAX_TENSORS} tensors in one message")
+    try:
+        header = json.loads(text)
     except ValueError as e:
         raise WireError(f"header is not JSON: {e}") from None
+    del text
     sizes = header.get("sizes") if isinstance(header, dict) else None
     if not isinstance(sizes, list) or not all(isinstance(s, int) and s >= 0 for s in sizes):
         raise WireError("malformed sizes")
     buffers, pos = [], 8 + hlen
     for s in sizes:
-        if pos + s > len(data):
+        if pos + s > len(view):
             raise WireError("truncated buffer")
-        buffers.append(data[pos:pos + s])
+        buffers.append(view[pos:pos + s])
         pos += s
-    return _decode(header.get("value"), buffers)
+    try:
+        return _decode(header.get("value"), buffers)
+    finally:
+        for b in buffers:
+            b.release()
 
 
 def send(sock: socket.socket, obj: Any) -> None:
@@ -166,19 +217,28 @@ def send(sock: socket.socket, obj: Any) -> None:
     sock.sendall(struct.pack(">Q", len(payload)) + payload)
 
 
-def recv(sock: socket.socket, limit: int = MAX_MESSAGE) -> Any:
-    """Read one message; raises EOFError when the other side closed, WireError when it lied."""
-    n = struct.unpack(">Q", _read_exact(sock, 8))[0]
+def recv(sock: socket.socket, limit: int = MAX_MESSAGE, timeout: float | None = None) -> Any:
+    """Read one message; raises EOFError when the other side closed, WireError when it lied, and
+    socket.timeout when the whole message (length, header and data) is not in by `timeout` seconds
+    from now, however slowly it trickles in (None: wait as long as it takes)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    n = struct.unpack(">Q", _read_exact(sock, 8, deadline))[0]
     if n > limit:
         raise WireError(f"message of {n} bytes exceeds the {limit}-byte limit")
-    return loads(_read_exact(sock, n))
+    return loads(_read_exact(sock, n, deadline))
 
 
-def _read_exact(sock: socket.socket, n: int) -> bytes:
+def _read_exact(sock: socket.socket, n: int, deadline: float | None) -> bytearray:
+    """`n` bytes; memory grows with what arrives, not with what the length claims."""
     buf = bytearray()
     while len(buf) < n:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise socket.timeout("the message did not arrive in time")
+            sock.settimeout(left)
         chunk = sock.recv(min(n - len(buf), 1 << 20))
         if not chunk:
             raise EOFError("the other side closed the connection")
         buf += chunk
-    return bytes(buf)
+    return buf
