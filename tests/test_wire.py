@@ -168,3 +168,33 @@ def test_a_reply_trickling_in_misses_its_wall_clock_deadline():
     assert time.monotonic() - start < 1.0
     a.close()
     b.close()
+
+
+def test_the_costliest_header_the_bounds_admit_costs_the_reader_under_100_mb():
+    """Measured in a forked process (ru_maxrss): 24 MiB of `[]` cost +1.2 GB before the bounds;
+    now the worst admitted header (~2**20 six-digit ints, 7 MiB) costs ~50 MB, and larger are refused."""
+    import os
+    import resource
+    ints = _raw(b'{"sizes":[],"value":[' + b",".join([b"123456"] * (wire.MAX_VALUES - 8)) + b"]}")
+    lists = _raw(b'{"sizes":[],"value":[' + b",".join([b"[]"] * (8 << 20)) + b"]}")
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            for data, refused in ((lists, True), (ints, False)):
+                before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+                try:
+                    wire.loads(data)
+                except wire.WireError:
+                    assert refused
+                os.write(write, b"%d\n" % (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before))
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    _, status = os.waitpid(pid, 0)
+    costs_kb = [int(x) for x in os.read(read, 100).split()]
+    os.close(read)
+    assert status == 0 and len(costs_kb) == 2, costs_kb
+    assert all(kb < 100 << 10 for kb in costs_kb), costs_kb
