@@ -2,12 +2,15 @@
 
 - its own session and process group (killed as a group);
 - rlimits: address space (what the zygote already mapped + the memory budget), file size, no core;
-- as root: a fresh network namespace (no network), and a private uid (it cannot write the
-  grader's files or signal its processes) that keeps CAP_DAC_READ_SEARCH only when the Python
-  installation is not readable by other users (a pyenv under /root, say);
+- as root: a fresh network namespace (no network), a fresh IPC namespace (System V shared
+  memory, queues and semaphores are its own and vanish with it), and a private uid: it cannot
+  write the grader's files or signal its processes, runs at most MAX_PROCESSES at once, and
+  keeps CAP_DAC_READ_SEARCH only when the Python installation is not readable by other users
+  (a pyenv under /root, say);
 - Landlock, where the kernel has it: writes only beneath the child's working folder (and /dev),
-  reads only beneath the Python installation, the grader package, system libraries and the
-  working folder — not the course folder with its solutions and configuration, nor secrets;
+  reads only beneath the Python installation, system libraries and the working folder — not
+  the grader package, nor the course folder with its solutions and configuration, nor secrets
+  (grader.sandbox.provision decides the paths);
 - no new privileges; killed when the zygote dies.
 Each step that the machine cannot do is reported as a note, never silently skipped.
 """
@@ -23,6 +26,11 @@ PR_SET_PDEATHSIG = 1
 PR_SET_KEEPCAPS = 8
 PR_SET_NO_NEW_PRIVS = 38
 CLONE_NEWNET = 0x40000000
+CLONE_NEWIPC = 0x08000000
+# Processes (threads included) the child's private uid may run at once: a fork bomb fails at fork()
+# instead of filling the machine. Torch in the child runs one intra-op thread; 256 leaves room for
+# a student's own worker processes and threads.
+MAX_PROCESSES = 256
 CAP_DAC_READ_SEARCH = 2
 _SYS_LANDLOCK_CREATE_RULESET, _SYS_LANDLOCK_ADD_RULE, _SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
 _SYS_CAPSET = 126
@@ -62,6 +70,9 @@ def confine(workdir: str, memory_bytes: int, file_bytes: int, uid: int | None, i
     if os.geteuid() == 0 and uid:
         if isolate_network and libc.unshare(CLONE_NEWNET) != 0:
             notes.append("no network namespace")
+        if libc.unshare(CLONE_NEWIPC) != 0:      # System V IPC objects die with the child's namespace
+            notes.append("no IPC namespace")
+        resource.setrlimit(resource.RLIMIT_NPROC, (MAX_PROCESSES, MAX_PROCESSES))   # counted per uid
         _drop_to(uid, libc, keep_read_cap)
     libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     if not _landlock(workdir, list(read_paths), libc):
