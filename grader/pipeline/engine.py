@@ -30,10 +30,11 @@ from grader.catalog.spec import ExerciseSpec
 from grader.config import Config
 from grader.pipeline import forbidden, imports, scoring, static
 from grader.pipeline.cases import build_cases, references
-from grader.pipeline.context import Context
+from grader.pipeline.context import Context, ModuleLoad
 from grader.pipeline import precision
 from grader.pipeline.run import CaseRunner
 from grader.results import ExerciseResult, Status, SubmissionResult
+from grader.sandbox.provision import remove_stale_workdirs
 from grader.sandbox.runner import Limits, Sandbox
 from grader.submission.loader import SubmissionError, load_submission
 from grader.timing import stage as performance
@@ -50,6 +51,7 @@ def grade(submission_path: str, specs: list[ExerciseSpec], config: Config,
           sandbox: Sandbox | None = None) -> SubmissionResult:
     """Grade one submission (folder, .zip, .py or .ipynb). Never raises for a bad submission."""
     start = time.monotonic()
+    remove_stale_workdirs()     # the students' code a grader killed from outside left in the temp folder
     specs = [s for s in specs if config.exercise(s.id).enabled]
     try:
         submission = load_submission(submission_path)
@@ -102,11 +104,13 @@ def grade_exercise(spec: ExerciseSpec, ctx: Context) -> ExerciseResult:
     if hits:
         return ExerciseResult(status=Status.FORBIDDEN, points=0.0, seconds=time.monotonic() - start,
                               message=forbidden.static_message(spec, hits, sub.files[spec.module]), **base)
-    load = imports.module_load(spec.module, ctx)
+    # Once the submission's time is used up an exercise is not started: every case is "not run".
+    started = ctx.remaining() > 0
+    load = imports.module_load(spec.module, ctx) if started else ModuleLoad(dict(sub.files))
     cases = build_cases(spec, ctx.config.secret_seed)
     runner = CaseRunner(spec, ctx, load)
     try:
-        results = runner.run_all(cases, references(spec, cases))
+        results = runner.run_all(cases, references(spec, cases) if ctx.remaining() > 0 else [None] * len(cases))
     finally:
         output, truncated = runner.close()
     results = precision.annotate(results)   # needs every case: float64 misses of float32's size

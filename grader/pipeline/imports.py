@@ -15,13 +15,12 @@ their feedback names the broken module.
 from __future__ import annotations
 
 import ast
-import tempfile
 
 from grader.config import Config
 from grader.pipeline import feedback
 from grader.pipeline.context import Context, ModuleLoad
 from grader.pipeline.run import STARTUP_GRACE
-from grader.sandbox.provision import copy_submission, remove_workdir
+from grader.sandbox.provision import copy_submission, make_workdir, remove_workdir
 from grader.sandbox.runner import Outcome
 from grader.submission.loader import salvage, salvage_for_importers
 
@@ -70,9 +69,12 @@ def _decide(module: str, ctx: Context, deps: dict[str, ModuleLoad]) -> ModuleLoa
     files.update(changed)
     broken = _broken_imports(deps)
     dep_notes = tuple(_broken_import_note(module, *b) for b in broken)
-    limit = min(max(ctx.config.call_timeout, STARTUP_GRACE), max(ctx.remaining(), 0.1))
-    outcome = _try_import(module, files, limit, ctx)
-    if outcome.kind == "ok":
+    wanted = max(ctx.config.call_timeout, STARTUP_GRACE)
+    limit = min(wanted, ctx.remaining())
+    # Not checked, or cut short, by the submission's time limit: undecided, not broken (its cases
+    # are not run, for the time limit's reason).
+    outcome = _try_import(module, files, limit, ctx) if limit > 0 else None
+    if outcome is None or outcome.kind == "ok" or (outcome.kind == "timeout" and limit < wanted):
         return ModuleLoad(files, dep_notes, for_importers=changed, broken_imports=broken)
     why = _import_failure(outcome, limit, ctx.config)
     fixed, dropped = salvage(files[module])
@@ -85,7 +87,7 @@ def _decide(module: str, ctx: Context, deps: dict[str, ModuleLoad]) -> ModuleLoa
 
 
 def _try_import(module: str, files: dict[str, str], limit: float, ctx: Context) -> Outcome:
-    workdir = tempfile.mkdtemp(prefix="grader-import-")
+    workdir = make_workdir("grader-import-")
     try:
         copy_submission({f"{m}.py": s for m, s in files.items()}, workdir)
         session = ctx.sandbox.open(workdir, module, import_timeout=limit)

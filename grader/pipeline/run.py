@@ -4,7 +4,8 @@ A CaseRunner owns the child sessions of one exercise. It opens a child with the 
 module (tripwires, substitutes for dependencies, the spec's driver), calls the function once per
 case and hands each reply to grader.pipeline.judge. Rules it keeps:
 - two strikes: after two calls in a row that timed out or crashed (a fresh child after each),
-  the remaining cases are not run; nor are they once the submission's time is used up;
+  the remaining cases are not run; nor are they once the submission's time is used up: every
+  wait on a child (its import, a case, a localiser's probe) is bounded by what is left of it;
 - a child that cannot import the module (as graded: grader.pipeline.imports) is not retried:
   every remaining case carries that import failure, said as what it is;
 - hidden cases run in a child of their own, whose prints are withheld, and their records are
@@ -15,7 +16,6 @@ case and hands each reply to grader.pipeline.judge. Rules it keeps:
 """
 from __future__ import annotations
 
-import tempfile
 import time
 from dataclasses import asdict, replace
 from typing import Any
@@ -26,7 +26,7 @@ from grader.pipeline.cases import tolerance
 from grader.pipeline.context import Context, ModuleLoad
 from grader.pipeline.judge import ProbeError, judge
 from grader.results import CaseResult, FailureKind
-from grader.sandbox.provision import copy_submission, remove_workdir
+from grader.sandbox.provision import copy_submission, make_workdir, remove_workdir
 from grader.sandbox.runner import Outcome, Session
 
 # Importing the module and a session's first call (lazy torch initialisation) get at least this
@@ -62,7 +62,7 @@ class CaseRunner:
     # -- sessions --------------------------------------------------------------------------
     def _open(self) -> Outcome:
         self._close_session()
-        self.workdir = tempfile.mkdtemp(prefix="grader-")
+        self.workdir = make_workdir("grader-")
         copy_submission({f"{m}.py": s for m, s in self.load.files.items()}, self.workdir)
         rules = [asdict(r) for r in self.spec.forbidden]
         self._import_limit = self._timeout(STARTUP_GRACE)
@@ -145,6 +145,10 @@ class CaseRunner:
                 continue
             if self.session is None or not self.session.alive:
                 ready = self._open()
+                if ready.kind == "timeout" and self._import_limit < max(self.timeout, STARTUP_GRACE):
+                    self._close_session()     # cut short by the submission's limit: no verdict on the import
+                    results.append(self._failed(case, FailureKind.TIME_LIMIT))
+                    continue
                 if ready.kind != "ok":
                     self._import_failure = ready
                     self._close_session()
@@ -227,6 +231,8 @@ class CaseRunner:
     def _probe(self, function: str, *args: Any, **kwargs: Any) -> Any:
         if self.session is None or not self.session.alive:
             raise ProbeError("no session")
+        if self.ctx.remaining() <= 0:
+            raise ProbeError("the submission's time limit was used up")
         outcome = self.session.call(function, args, kwargs, timeout=self._timeout(), plain=True)
         if outcome.kind != "ok":
             raise ProbeError(outcome.kind)

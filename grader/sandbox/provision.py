@@ -5,9 +5,14 @@ folders, the kernel's views; not the grader package, not the course folder aroun
 """
 from __future__ import annotations
 
+import atexit
 import os
+import re
 import shutil
+import stat
 import sys
+import tempfile
+import threading
 
 # Only these variables reach student code: secrets in the grader's environment (a CI token,
 # the instructor's seed) must not. OPENBLAS_* and OMP_* keep the numeric libraries correct.
@@ -92,3 +97,87 @@ def copy_submission(files: dict[str, str], workdir: str) -> None:
 
 def remove_workdir(workdir: str) -> None:
     shutil.rmtree(workdir, ignore_errors=True)
+
+
+# -- working folders, and the stale ones of a grader killed from outside ---------------------------
+# Every child's folder lies inside one folder per grading process, in the system temp folder, whose
+# name records that process: grader-sandbox-<pid>-<start>-<boot>-<random>, <start> its start time in
+# clock ticks since boot (/proc/<pid>/stat, field 22) and <boot> the first characters of the kernel's
+# boot id, so a later process with the same pid, or a grader after a reboot, tells it is not its own.
+# A grader killed with SIGKILL cannot clean up; the next one to start removes its folder instead.
+_OWNED = re.compile(r"grader-sandbox-(\d+)-(\d+)-([0-9a-f]{8})-[A-Za-z0-9_]+")
+_roots: dict[int, str] = {}     # pid -> this process's folder (per pid: a forked worker makes its own)
+_roots_lock = threading.Lock()
+
+
+def make_workdir(prefix: str = "grader-") -> str:
+    """A fresh private folder for one child, inside this grading process's own folder."""
+    return tempfile.mkdtemp(prefix=prefix, dir=_own_root())
+
+
+def _own_root() -> str:
+    pid = os.getpid()
+    with _roots_lock:
+        root = _roots.get(pid)
+        if root is None or not os.path.isdir(root):
+            root = tempfile.mkdtemp(prefix=f"grader-sandbox-{pid}-{_start_time(pid) or 0}-{_boot_id()}-")
+            os.chmod(root, 0o711)   # children (private uids) reach their own folder; none can list the others
+            _roots[pid] = root
+            atexit.register(_remove_own, pid, root)
+        return root
+
+
+def _remove_own(pid: int, root: str) -> None:
+    if os.getpid() == pid:      # a forked worker inherits the handler, not the folder
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _start_time(pid: int) -> int | None:
+    """When process `pid` started (clock ticks since boot); None when it does not exist or is a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    try:
+        return None if fields[0] in ("Z", "X") else int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def _boot_id() -> str:
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip().replace("-", "")[:8].lower()
+    except OSError:
+        return "0" * 8
+
+
+def remove_stale_workdirs(tmp: str | None = None) -> list[str]:
+    """Remove the folders (and the students' code in them) of grading processes that no longer
+    exist; returns what was removed. Never a live grader's folder (batch workers grade side by side),
+    never anything whose name, type (a folder, not a link) and owner (this user) do not say it is one."""
+    tmp = tmp or tempfile.gettempdir()
+    removed = []
+    try:
+        names = os.listdir(tmp)
+    except OSError:
+        return removed
+    boot = _boot_id()
+    for name in names:
+        m = _OWNED.fullmatch(name)
+        if m is None:
+            continue
+        path = os.path.join(tmp, name)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+            continue
+        pid, start = int(m.group(1)), int(m.group(2))
+        if m.group(3) == boot and _start_time(pid) == start:
+            continue                # its grader is alive
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed

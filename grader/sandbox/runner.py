@@ -71,6 +71,7 @@ class Sandbox:
     def start(self) -> None:
         if self._zygote is not None and self._zygote.poll() is None:
             return
+        provision.remove_stale_workdirs()   # what a grader killed from outside left behind
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pkg_root = provision.package_root()
         env = provision.child_environment(pkg_root, self.limits.threads)

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
+import time
 from dataclasses import asdict
 from typing import Any, Callable
 
 from grader.pipeline import feedback
 from grader.results import Status
-from grader.sandbox.provision import copy_submission, remove_workdir
+from grader.sandbox.provision import copy_submission, make_workdir, remove_workdir
 from grader.sandbox.runner import Sandbox, Session
 from grader.timing.driver import Driver
 from grader.timing.measure import Environment
@@ -34,6 +34,7 @@ STAND_IN = '''"""A stand-in for the student's module: this clean child times the
 def {function}(*args, **kwargs):
     raise RuntimeError("the clean child never calls the student's function")
 '''
+_TIME_UP = "not timed to the end: the submission's time limit was used up"
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -88,10 +89,11 @@ def _problems(reply: dict) -> list[str]:
 
 class SandboxHarness:
     def __init__(self, sandbox: Sandbox, files: dict[str, str], spec, *, device: str, threads: int | None,
-                 timeout: float, memory_mb: int, flush: bool = True) -> None:
+                 timeout: float, memory_mb: int, flush: bool = True, deadline: float | None = None) -> None:
         self.sandbox, self.files, self.spec = sandbox, files, spec
         self.device, self.threads, self.flush = device, threads, flush
         self.timeout, self.memory_mb = timeout, memory_mb
+        self.deadline = deadline        # time.monotonic() by which the submission's grade ends (None: none)
         self.sessions: dict[str, Session] = {}
         self.workdirs: list[str] = []
         self.loaded = 0
@@ -103,11 +105,11 @@ class SandboxHarness:
 
     # -- children --------------------------------------------------------------------------
     def _open_child(self, who: str, files: dict[str, str], substitutes: dict, forbidden: list) -> Session:
-        workdir = tempfile.mkdtemp(prefix="grader-perf-")
+        workdir = make_workdir("grader-perf-")
         self.workdirs.append(workdir)
         copy_submission({f"{m}.py": s for m, s in files.items()}, workdir)
         session = self.sandbox.open(workdir, self.spec.module, forbidden=forbidden, substitutes=substitutes,
-                                    driver=DRIVER, import_timeout=self.timeout)
+                                    driver=DRIVER, import_timeout=self._limit())
         self.sessions[who] = session
         ready = session.ready
         if ready.kind != "ok":
@@ -128,12 +130,24 @@ class SandboxHarness:
         info = self._call("student", setup)
         return {"device": self.device, "threads": self.threads, "timer": str(info.get("timer", ""))}
 
+    def _limit(self) -> float:
+        """A call's wall-time limit: the per-call one, or what is left of the submission's time."""
+        if self.deadline is None:
+            return self.timeout
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise HarnessError(Status.TIMEOUT, _TIME_UP)
+        return min(self.timeout, left)
+
     def _call(self, who: str, request: dict[str, Any]) -> Any:
         session = self.sessions[who]
-        outcome = session.call(self.spec.function, (request,), {}, timeout=self.timeout)
+        limit = self._limit()
+        outcome = session.call(self.spec.function, (request,), {}, timeout=limit)
         self._hits(outcome.hits, request)
         if outcome.kind == "ok":
             return outcome.value
+        if outcome.kind == "timeout" and limit < self.timeout:     # either side: the submission's time is up
+            raise HarnessError(Status.TIMEOUT, _TIME_UP)
         yours = who == "student"
         if not yours:
             raise HarnessError(Status.ERROR, f"the grader's clean reference process failed ({outcome.kind}): "

@@ -77,7 +77,7 @@ def check(perf: PerfSpec, spec: ExerciseSpec, result: ExerciseResult, ctx: Conte
     harness = SandboxHarness(_sandbox(device, ctx, gpu_sandbox), ctx.files_for(spec.module), spec, device=device,
                              threads=cfg.threads if device == "cpu" else None,
                              timeout=max(min(max(ctx.config.call_timeout, 2 * budget), ctx.remaining()), 1.0),
-                             memory_mb=ctx.config.memory_mb)
+                             memory_mb=ctx.config.memory_mb, deadline=ctx.deadline)
     seed = rounds.fresh_seed()
     try:
         with _TIMING_LOCK, threads.pinned(1):
