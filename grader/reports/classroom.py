@@ -15,6 +15,8 @@ The object follows the runner format of the Classroom Python grader (version 3):
 One test per exercise; `score` carries partial credit. A test's `status` is "error" when the
 grader failed on it (a grader fault: no grade); the runner's `status` is "error" when the
 submission as a whole could not be read or the grader failed on some exercise.
+The reporter prints `message` to the job's log: it is failure_text's plain text for a log, and
+the submission's problems go through the same escaping (grader.reports.escape).
 `render(result, "classroom")` is the JSON text; `encoded(result)` the base64 line value
 (`grader ci --classroom` writes `result=<it>` to $GITHUB_OUTPUT).
 """
@@ -25,6 +27,7 @@ import json
 import os
 from typing import Any
 
+from grader.reports.escape import text_block, text_line
 from grader.reports.filters import grader_fault_note
 from grader.reports.junit import failure_text
 from grader.results import ExerciseResult, Status, SubmissionResult
@@ -41,8 +44,8 @@ def _test(e: ExerciseResult, root: str | None) -> dict[str, Any]:
     if len(message) > MAX_MESSAGE:
         message = message[:MAX_MESSAGE - 20] + "\n[... shortened]"
     status = "pass" if e.passed else "error" if e.status is Status.GRADER_FAULT else "fail"
-    return {"name": e.id, "status": status, "score": round(e.points, 4),
-            "message": message, "test_code": "", "filename": _relative(e.source_file, root),
+    return {"name": text_line(e.id), "status": status, "score": round(e.points, 4),
+            "message": message, "test_code": "", "filename": text_line(_relative(e.source_file, root)),
             "line_no": e.source_line, "duration": round(e.seconds, 3)}
 
 
@@ -51,7 +54,7 @@ def classroom_result(result: SubmissionResult, root: str | None = None) -> dict[
     unreadable = result.errors and not any(e.cases for e in result.exercises)
     status = "error" if unreadable or result.grader_faults else "pass" if result.all_passed else "fail"
     out: dict[str, Any] = {"version": 3, "status": status, "max_score": round(result.max_score, 4), "tests": tests}
-    said = [*result.errors, *filter(None, [grader_fault_note(result)])]
+    said = [*map(text_block, result.errors), *filter(None, [text_line(grader_fault_note(result))])]
     if said:
         out["message"] = "\n".join(said)
     return out

@@ -1,6 +1,7 @@
 """Small formatting helpers shared by the templates (numbers, statuses, colours, heatmap cells)."""
 from __future__ import annotations
 
+from grader.reports import escape
 from grader.results import Status
 
 STATUS_MARK = {Status.PASSED: "PASS", Status.FAILED: "FAIL", Status.ERROR: "ERROR", Status.TIMEOUT: "TIMEOUT",
@@ -64,5 +65,8 @@ def heat_range(h) -> tuple[float, float]:
 
 def register(env) -> None:
     env.filters.update(points=points, sci=sci, indent_lines=indent, cell_color=cell_color)
+    # Every string of a result, whichever field it comes from, passes through its format's filter.
+    env.filters.update(text_line=escape.text_line, text_block=escape.text_block, md_inline=escape.md_inline,
+                       md_code=escape.md_code, md_code_span=escape.md_code_span)
     env.globals.update(STATUS_MARK=STATUS_MARK, heat_range=heat_range, Status=Status,
                        grader_fault_note=grader_fault_note)

@@ -4,12 +4,15 @@ One correctness entry per exercise, `name` = the exercise id. When hidden cases 
 share of the exercise's points is a separate entry `<id> [hidden cases]` whose visibility
 follows the configuration, and whose output never shows inputs or expected values.
 Performance results become their own entries and `leaderboard` rows.
+A test's `output` is Markdown (`output_format: md`), so every string of the result in it is
+escaped as Markdown; the `text` outputs are plain text for a log (grader.reports.escape).
 """
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from grader.reports.escape import md_block, md_inline, text_block, text_line
 from grader.reports.filters import grader_fault_note
 from grader.results import ExerciseResult, Status, SubmissionResult
 
@@ -22,22 +25,22 @@ def _case_lines(e: ExerciseResult, hidden: bool) -> list[str]:
         if c.hidden != hidden:
             continue
         mark = "passed" if c.status is Status.PASSED else c.status.value
-        line = f"- {c.name}: {mark}"
+        line = f"- {md_inline(c.name)}: {mark}"
         if c.status is not Status.PASSED and c.message:
-            line += f" — {c.message.splitlines()[0]}"
+            line += f" — {md_inline(c.message.splitlines()[0])}"
         if c.diagnosis:
-            line += f" (looks like: {c.diagnosis.split(':')[0]})"
+            line += f" (looks like: {md_inline(c.diagnosis.split(':')[0])})"
         lines.append(line)
     return lines
 
 
 def _output(e: ExerciseResult, hidden: bool) -> str:
-    parts = [e.message] if not hidden else []
+    parts = [md_block(e.message)] if not hidden else []
     if e.diagnosis and not hidden:
-        parts.append(f"Looks like: {e.diagnosis}")
+        parts.append(f"Looks like: {md_inline(e.diagnosis)}")
     parts += _case_lines(e, hidden)
     if not hidden:
-        parts += [f"Note: {n}" for n in e.notes]
+        parts += [f"Note: {md_inline(n)}" for n in e.notes]
     return "\n".join(parts)
 
 
@@ -52,6 +55,7 @@ def results_json(result: SubmissionResult, hidden_visibility: str = "after_publi
     tests: list[dict[str, Any]] = []
     leaderboard: list[dict[str, Any]] = []
     for e in result.exercises:
+        name, module = text_line(e.id), text_line(e.module)
         total = len(e.cases) or 1
         public = [c for c in e.cases if not c.hidden]
         hidden = [c for c in e.cases if c.hidden]
@@ -60,36 +64,37 @@ def results_json(result: SubmissionResult, hidden_visibility: str = "after_publi
         else:
             public_share = e.max_points * len(public) / total
             public_score = _share(e, public, total)
-        tests.append({"name": e.id, "score": round(public_score, 4), "max_score": round(public_share, 4),
+        tests.append({"name": name, "score": round(public_score, 4), "max_score": round(public_share, 4),
                       "status": "passed" if e.passed else "failed", "output": _output(e, False),
-                      "output_format": "md", "visibility": "visible", "tags": [e.module]})
+                      "output_format": "md", "visibility": "visible", "tags": [module]})
         if hidden:
             share = e.max_points * len(hidden) / total
             score = _share(e, hidden, total)
             ok = all(c.status is Status.PASSED for c in hidden)
-            tests.append({"name": f"{e.id} [hidden cases]", "score": round(score, 4), "max_score": round(share, 4),
+            tests.append({"name": f"{name} [hidden cases]", "score": round(score, 4), "max_score": round(share, 4),
                           "status": "passed" if ok else "failed", "output": _output(e, True),
-                          "output_format": "md", "visibility": hidden_visibility, "tags": [e.module, "hidden"]})
+                          "output_format": "md", "visibility": hidden_visibility, "tags": [module, "hidden"]})
         for p in e.performance:
-            tests.append({"name": f"{e.id} [performance]", "score": p.points, "max_score": p.max_points,
+            tests.append({"name": f"{name} [performance]", "score": p.points, "max_score": p.max_points,
                           "status": "passed" if p.status is Status.PASSED else "failed",
-                          "output": p.message + (f" (ratio {p.ratio:.2f}x, limit {p.threshold}x)" if p.ratio else ""),
-                          "output_format": "text", "visibility": "visible", "tags": [e.module, "performance"]})
+                          "output": text_line(p.message)
+                          + (f" (ratio {p.ratio:.2f}x, limit {text_line(p.threshold)}x)" if p.ratio else ""),
+                          "output_format": "text", "visibility": "visible", "tags": [module, "performance"]})
             if p.ratio is not None:
-                leaderboard.append({"name": f"{e.id} time ratio", "value": round(p.ratio, 4), "order": "asc"})
+                leaderboard.append({"name": f"{name} time ratio", "value": round(p.ratio, 4), "order": "asc"})
     score = round(sum(t["score"] for t in tests), 4)
     fault = grader_fault_note(result)
     out: dict[str, Any] = {
         "score": score,
         "max_score": round(sum(t["max_score"] for t in tests), 4),
-        "output": f"{score:g} / {result.max_score:g} points" + "".join(f"\n{err}" for err in result.errors)
-                  + (f"\n{fault}" if fault else ""),
+        "output": f"{score:g} / {result.max_score:g} points" + "".join(f"\n{text_block(err)}" for err in result.errors)
+                  + (f"\n{text_line(fault)}" if fault else ""),
         "output_format": "text",
         "visibility": "visible",
         "stdout_visibility": "hidden",
         "tests": tests,
-        "extra_data": {"grader_version": result.grader_version, "seconds": round(result.seconds, 3),
-                       "settings": result.settings, "grader_faults": list(result.grader_faults)},
+        "extra_data": {"grader_version": text_line(result.grader_version), "seconds": round(result.seconds, 3),
+                       "settings": result.settings, "grader_faults": [text_line(i) for i in result.grader_faults]},
     }
     if leaderboard:
         out["leaderboard"] = leaderboard

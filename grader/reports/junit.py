@@ -11,6 +11,8 @@ is a grader fault (type="grader fault": the grader's bug, no grade); a skipped c
 <skipped>. Problems with the submission as a whole (unreadable, a module that does not import)
 are one more failing testcase, `submission::loads`.
 Built as data with ElementTree (it escapes), like Gradescope's JSON; a report computes nothing.
+Every string is also made plain text for a log (grader.reports.escape: CI systems print these
+bodies) and stripped of what XML 1.0 cannot carry, so the file always parses.
 
 `failure_text(exercise)` is the plain-text feedback for one exercise that every CI front-end
 shows (JUnit body, pytest failure, GitHub annotation, Classroom message).
@@ -18,51 +20,56 @@ shows (JUnit body, pytest failure, GitHub annotation, Classroom message).
 from __future__ import annotations
 
 import os
-import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from grader.reports.escape import text_block, text_line, xml_chars
 from grader.results import ExerciseResult, Status, SubmissionResult
 
 _ERRORS = (Status.ERROR, Status.TIMEOUT, Status.CRASHED, Status.GRADER_FAULT)
-# Characters XML 1.0 cannot carry (a student's output may contain any byte).
-_INVALID_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 MAX_CASES = 3
 
 
 def _clean(text: str) -> str:
-    return _INVALID_XML.sub("\ufffd", text)
+    return xml_chars(text_block(text))
+
+
+def _line(text: str) -> str:
+    return xml_chars(text_line(text))
 
 
 def headline(e: ExerciseResult) -> str:
     """One line: the grader's verdict, with the known mistake it looks like."""
-    first = e.message.splitlines()[0] if e.message else e.status.value
-    return f"{first} — looks like: {e.diagnosis}" if e.diagnosis else first
+    first = text_line(e.message.splitlines()[0]) if e.message else e.status.value
+    return f"{first} — looks like: {text_line(e.diagnosis)}" if e.diagnosis else first
 
 
 def failure_text(e: ExerciseResult, location: bool = True, max_cases: int = MAX_CASES) -> str:
     """The feedback for one exercise as plain text: headline, diagnosis, first failing cases, notes.
 
     Hidden cases are listed by name and status only: their inputs and values stay secret.
+    Made for a log: a one-line field stays on its line, the lines of a message are indented,
+    control characters are shown (grader.reports.escape), so none of it reads as the grader's.
     """
-    lines = [e.message or e.status.value]
+    lines = [text_block(e.message).replace("\n", "\n  ") if e.message else e.status.value]
     if e.diagnosis:
-        lines.append(f"Looks like: {e.diagnosis}")
+        lines.append(f"Looks like: {text_line(e.diagnosis)}")
     shown = 0
     for c in e.cases:
         if c.status in (Status.PASSED, Status.NOT_RUN, Status.NOT_IMPLEMENTED) or shown >= max_cases:
             continue
         shown += 1
         if c.hidden:
-            lines.append(f"- {c.name}: {c.status.value}")
+            lines.append(f"- {text_line(c.name)}: {c.status.value}")
             continue
-        lines.append(f"- {c.name}" + (f" [{c.description}]" if c.description else "") + f": {c.status.value}")
-        lines += [f"    {m}" for m in c.message.splitlines()[:6]]
-    lines += [f"note: {n}" for n in e.notes]
+        lines.append(f"- {text_line(c.name)}" + (f" [{text_line(c.description)}]" if c.description else "")
+                     + f": {c.status.value}")
+        lines += [f"    {m}" for m in text_block(c.message).splitlines()[:6]]
+    lines += [f"note: {text_line(n)}" for n in e.notes]
     if location and e.source_file:
-        lines.append(f"your function: {e.source_file}" + (f":{e.source_line}" if e.source_line else ""))
+        lines.append(f"your function: {text_line(e.source_file)}" + (f":{e.source_line}" if e.source_line else ""))
     if e.reference:
-        lines.append(f"expected values: {e.reference}")
+        lines.append(f"expected values: {text_line(e.reference)}")
     return "\n".join(lines)
 
 
@@ -71,9 +78,9 @@ def _points(x: float) -> str:
 
 
 def _testcase(e: ExerciseResult, root: str | None) -> ET.Element:
-    attrs = {"classname": e.module, "name": e.function, "time": f"{e.seconds:.3f}"}
+    attrs = {"classname": _line(e.module), "name": _line(e.function), "time": f"{e.seconds:.3f}"}
     if e.source_file:
-        attrs["file"] = os.path.relpath(os.path.abspath(e.source_file), root) if root else e.source_file
+        attrs["file"] = _line(os.path.relpath(os.path.abspath(e.source_file), root) if root else e.source_file)
         if e.source_line:
             attrs["line"] = str(e.source_line)
     case = ET.Element("testcase", attrs)
@@ -107,11 +114,11 @@ def _suite(name: str, cases: list[ET.Element], seconds: float, points: tuple[flo
 
 
 def junit_tree(result: SubmissionResult, root: str | None = None) -> ET.Element:
-    top = ET.Element("testsuites", name=f"{result.submission}: {_points(result.score)} / "
-                                        f"{_points(result.max_score)} points (grader {result.grader_version})")
+    top = ET.Element("testsuites", name=_line(f"{result.submission}: {_points(result.score)} / "
+                                              f"{_points(result.max_score)} points (grader {result.grader_version})"))
     for module, exercises in result.modules().items():
         cases = [_testcase(e, root) for e in exercises]
-        top.append(_suite(module, cases, sum(e.seconds for e in exercises),
+        top.append(_suite(_line(module), cases, sum(e.seconds for e in exercises),
                           (sum(e.points for e in exercises), sum(e.max_points for e in exercises))))
     if result.errors:
         case = ET.Element("testcase", classname="submission", name="loads", time="0.000")

@@ -2,12 +2,14 @@
 
 GitHub shows each as an annotation on the pull request's diff, at the student's function.
 Escaping follows the runner's rules (actions/toolkit, `command.ts`): in the message `%`, CR and
-LF are percent-encoded; in properties also `:` and `,`.
+LF are percent-encoded; in properties also `:` and `,`. A command is one line, so no text in it
+can start another; student text is first made plain text for a log (grader.reports.escape).
 """
 from __future__ import annotations
 
 import os
 
+from grader.reports.escape import text_block, text_line
 from grader.reports.junit import failure_text
 from grader.results import Status, SubmissionResult
 
@@ -36,13 +38,14 @@ def command(level: str, message: str, file: str = "", line: int = 0, title: str 
 
 
 def annotations(result: SubmissionResult, source_root: str) -> list[str]:
-    out = [command("error", err, title="submission") for err in result.errors]
+    out = [command("error", text_block(err), title="submission") for err in result.errors]
     for e in result.exercises:
         if e.passed:
             continue
         level = "warning" if e.status is Status.SKIPPED else "error"
-        title = (f"{e.id}: the grader failed (not your code; no grade)" if e.status is Status.GRADER_FAULT
-                 else f"{e.id}: {e.points:g} / {e.max_points:g} points")
-        file = repo_path(e.source_file, source_root) if e.source_file and os.path.isfile(e.source_file) else ""
+        title = (f"{text_line(e.id)}: the grader failed (not your code; no grade)" if e.status is Status.GRADER_FAULT
+                 else f"{text_line(e.id)}: {e.points:g} / {e.max_points:g} points")
+        on_disk = e.source_file and os.path.isfile(e.source_file)
+        file = text_line(repo_path(e.source_file, source_root)) if on_disk else ""
         out.append(command(level, failure_text(e, location=False, max_cases=1), file, e.source_line, title))
     return out
