@@ -33,6 +33,7 @@ def causal_mask(T):
     Must hold: fork() fails well before 1,000 processes; every child is killed afterwards."""
     import os, time
     import torch
+    print(f"UID={os.getuid()}")
     forked = 0
     try:
         while forked < 1000:
@@ -44,6 +45,49 @@ def causal_mask(T):
         pass
     if forked >= 1000:
         raise RuntimeError(f"forked {forked} processes: no limit")
+    return torch.tril(torch.ones(T, T, dtype=torch.bool))
+'''
+
+
+HELPERS_MEMORY = '''
+def causal_mask(T):
+    """Attack: three helper processes of 1.2 GiB each, every one under the per-process limit.
+    Must hold: together they exceed the child's memory budget (2048 MiB plus headroom): one is
+    killed, so the attack cannot complete."""
+    import os
+    import torch
+    print(f"UID={os.getuid()}")
+    pids = []
+    for _ in range(3):
+        pid = os.fork()
+        if pid == 0:
+            block = bytearray(1200 << 20)        # zero-filled: every page resident
+            os.read(os.open("/dev/zero", os.O_RDONLY), 1)
+            os._exit(0 if len(block) else 1)
+        pids.append(pid)
+    if all(os.waitpid(p, 0)[1] == 0 for p in pids):
+        return torch.tril(torch.ones(T, T, dtype=torch.bool))
+    raise MemoryError("a helper was killed")
+'''
+
+PID_HOPPER = '''
+def causal_mask(T):
+    """Attack: eight helpers in their own sessions that fork and exit in a loop, so their pids keep
+    changing and a sweep of /proc falls behind. Must hold: they die with the child."""
+    import os, time
+    import torch
+    print(f"UID={os.getuid()}")
+    for _ in range(0 if os.path.exists("hopping") else 8):   # once per child, not per case
+        open("hopping", "w").close()
+        if os.fork() == 0:
+            os.setsid()
+            while True:
+                try:
+                    if os.fork() != 0:
+                        os._exit(0)
+                except OSError:
+                    pass
+    time.sleep(0.2)
     return torch.tril(torch.ones(T, T, dtype=torch.bool))
 '''
 
@@ -63,13 +107,16 @@ def test_system_v_shared_memory_does_not_outlive_the_child(make_submission, grad
 def test_a_fork_bomb_hits_the_process_limit_and_leaves_nothing(make_submission, grade_dir):
     result = grade_dir(make_submission({"attention.causal_mask": FORK_BOMB}), "attention.causal_mask")
     assert statuses(result) == {"attention.causal_mask": "passed"}, result.exercises[0].message
-    left = _private_uid_processes()
-    assert not left, [(pid, open(f'/proc/{pid}/status').read().split(chr(10))[:9]) for pid in left[:3]]
+    assert _uids(result) and not _processes_of(_uids(result))
 
 
-def _private_uid_processes() -> list[int]:
-    """Live processes running as a sandbox's private uid (grader.sandbox.runner draws them from
-    100000-899999): none may outlive its grading."""
+def _uids(result) -> set[int]:
+    """The private uids the attack ran as (it prints them)."""
+    return {int(w[4:]) for e in result.exercises for w in e.output.split() if w.startswith("UID=")}
+
+
+def _processes_of(uids: set[int]) -> list[int]:
+    """Live processes running as one of these uids: none may outlive its grading."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -79,7 +126,20 @@ def _private_uid_processes() -> list[int]:
                 fields = dict(line.split(":", 1) for line in f if ":" in line)
         except OSError:
             continue
-        uid = int(fields.get("Uid", "0").split()[0])
-        if 100000 <= uid < 900000 and not fields.get("State", "").strip().startswith("Z"):
+        if int(fields.get("Uid", "0").split()[0]) in uids and not fields.get("State", "").strip().startswith("Z"):
             found.append(int(entry))
     return found
+
+
+def test_helpers_share_one_memory_budget(make_submission, grade_dir):
+    result = grade_dir(make_submission({"attention.causal_mask": HELPERS_MEMORY}), "attention.causal_mask")
+    assert statuses(result) != {"attention.causal_mask": "passed"}, "three 1.2 GiB helpers all completed"
+    assert _uids(result) and not _processes_of(_uids(result))
+
+
+def test_a_process_that_keeps_changing_its_pid_dies_with_the_child(make_submission, grade_dir):
+    import time
+    result = grade_dir(make_submission({"attention.causal_mask": PID_HOPPER}), "attention.causal_mask")
+    assert statuses(result) == {"attention.causal_mask": "passed"}, result.exercises[0].message
+    time.sleep(0.5)                      # a survivor would still be hopping by now
+    assert _uids(result) and not _processes_of(_uids(result))

@@ -1,5 +1,7 @@
 """Confinement of the sandboxed child, applied right after fork (Linux).
 
+- its own control group, where the machine has one (grader.sandbox.cgroups): memory and
+  processes of all its processes together, and a kill none of them can outrun;
 - its own session and process group (killed as a group);
 - rlimits: address space (what the zygote already mapped + the memory budget), file size, no core;
 - as root: a fresh network namespace (no network), a fresh IPC namespace (System V shared
@@ -21,6 +23,8 @@ import os
 import resource
 import signal
 import struct
+
+from grader.sandbox import cgroups
 
 PR_SET_PDEATHSIG = 1
 PR_SET_KEEPCAPS = 8
@@ -56,9 +60,15 @@ def _vm_size() -> int:
 
 
 def confine(workdir: str, memory_bytes: int, file_bytes: int, uid: int | None, isolate_network: bool,
-            read_paths: list[str] = (), keep_read_cap: bool = True) -> list[str]:
+            read_paths: list[str] = (), keep_read_cap: bool = True, cgroup_procs: list[str] = (),
+            cgroup_missing: list[str] = ()) -> list[str]:
     notes: list[str] = []
     libc = _libc()
+    missing = list(cgroup_missing) + cgroups.join(list(cgroup_procs))   # first: all it starts is a member
+    if "cgroups" in missing:
+        notes.append("no control group (memory and process limits are per process)")
+    elif missing:
+        notes.append(f"no {', '.join(missing)} control group (those limits are per process)")
     os.setsid()
     if memory_bytes > 0:
         limit = _vm_size() + memory_bytes

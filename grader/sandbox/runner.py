@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from grader.sandbox import provision, wire
+from grader.sandbox import cgroups, provision, wire
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,7 @@ class Sandbox:
     def start(self) -> None:
         if self._zygote is not None and self._zygote.poll() is None:
             return
+        cgroups.remove_stale()        # groups of graders killed from outside
         provision.remove_stale_workdirs()   # what a grader killed from outside left behind
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pkg_root = provision.package_root()
@@ -104,12 +105,14 @@ class Sandbox:
         if os.geteuid() == 0:
             uid = 100000 + (int.from_bytes(os.urandom(3), "big") % 800000)
             provision.chown_tree(workdir, uid)
+        group = cgroups.for_child(f"grader-{os.getpid()}-{uid}", self.limits.memory_bytes) if uid is not None else None
         read_paths = provision.read_paths()
         setup = {"read_paths": read_paths, "keep_read_cap": not all(map(provision.world_readable, read_paths)),
                  "workdir": workdir, "module": module, "forbidden": list(forbidden),
                  "substitutes": dict(substitutes or {}), "driver": driver, "memory_bytes": self.limits.memory_bytes,
                  "file_bytes": self.limits.file_bytes, "threads": self.limits.threads, "uid": uid,
-                 "isolate_network": self.limits.isolate_network}
+                 "isolate_network": self.limits.isolate_network, "cgroup_procs": group.procs if group else [],
+                 "cgroup_missing": cgroups.missing_controllers(group) if uid is not None else []}
         payload = json.dumps(setup).encode()
         with self._lock:
             self.start()
@@ -118,7 +121,7 @@ class Sandbox:
             pid = struct.unpack(">I", self._control.recv(4))[0]
         theirs.close()
         os.close(out_w)
-        return Session(pid, uid, ours, out_r, self.limits, import_timeout)
+        return Session(pid, uid, ours, out_r, self.limits, import_timeout, group)
 
 
 class _Drain(threading.Thread):
@@ -147,8 +150,8 @@ class Session:
     """One confined child with the student's module imported."""
 
     def __init__(self, pid: int, uid: int | None, sock: socket.socket, out_fd: int,
-                 limits: Limits, import_timeout: float) -> None:
-        self.pid, self.uid, self.sock, self.limits = pid, uid, sock, limits
+                 limits: Limits, import_timeout: float, group: cgroups.Group | None = None) -> None:
+        self.pid, self.uid, self.sock, self.limits, self.group = pid, uid, sock, limits, group
         self.drain = _Drain(out_fd, limits.output_bytes)
         self.drain.start()
         self.alive = True
@@ -215,6 +218,8 @@ class Session:
             deadline = time.monotonic() + wait
             while time.monotonic() < deadline and _exists(self.pid):
                 time.sleep(0.01)
+        if self.group is not None:       # every member at once: frozen processes cannot fork
+            self.group.remove()
         if self.uid is not None:
             _kill_uid(self.uid)
         return "stopped"
@@ -226,6 +231,8 @@ class Session:
             except OSError:
                 pass
             self.kill()
+        if self.group is not None:
+            self.group.remove()
         self.drain.join(timeout=2.0)
 
     @property

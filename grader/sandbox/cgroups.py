@@ -1,0 +1,246 @@
+"""One control group per sandboxed child: limits on what all its processes together may use,
+and a kill that no process of it can outrun.
+
+rlimits are per process: three helpers of 1.5 GiB each stay under a 2 GiB address-space limit
+and still take 4.5 GB together, and a process that forks and exits in a loop stays ahead of a
+`/proc` sweep. A group counts every process the child starts, whatever it does:
+- pids: at most `max_pids` processes (and threads) at once, fork() fails past it;
+- memory: all of them together at most `memory_bytes` (swap included where the kernel counts it);
+- kill: cgroup v2's `cgroup.kill`, or with v1 the freezer (frozen processes cannot fork), then
+  SIGKILL to each member, then thaw.
+
+The hierarchy is found, not assumed: a cgroup2 mount whose `cgroup.controllers` offers the
+controllers, else the v1 mounts of `pids`, `memory` and `freezer` (a machine may mount v1
+controllers beside an empty cgroup2 hierarchy). Groups are made beneath the grader's own group in
+each hierarchy (so a container's delegated subtree works). Only root can do this; elsewhere
+`create` returns None and the caller names the layer as missing.
+
+The parent creates the group; the child joins it by writing its own pid to `procs` (while still
+root, before it drops to its private uid), so everything it starts afterwards is a member.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+
+V1_CONTROLLERS = ("pids", "memory", "freezer")
+
+
+@dataclass
+class Group:
+    version: int
+    dirs: dict[str, str]                 # controller ("pids", "memory", "freezer"; v2: "all") -> folder
+    procs: list[str] = field(default_factory=list)   # the cgroup.procs files a member writes its pid to
+
+    def members(self) -> list[int]:
+        pids: set[int] = set()
+        for path in self.procs:
+            try:
+                with open(path) as f:
+                    pids.update(int(line) for line in f if line.strip())
+            except OSError:
+                continue
+        return sorted(pids)
+
+    def kill(self) -> None:
+        """Kill every member; returns when none is left (or after a few seconds)."""
+        if self.version == 2:
+            _write(os.path.join(self.dirs["all"], "cgroup.kill"), "1")
+        else:
+            freezer = self.dirs.get("freezer")
+            if freezer:
+                _write(os.path.join(freezer, "freezer.state"), "FROZEN")
+                _wait(lambda: _read(os.path.join(freezer, "freezer.state")) != "FREEZING", 1.0)
+            for pid in self.members():
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            if freezer:
+                _write(os.path.join(freezer, "freezer.state"), "THAWED")
+        _wait(lambda: not self.members(), 5.0)
+
+    def remove(self) -> None:
+        self.kill()
+        for path in self.dirs.values():
+            try:
+                os.rmdir(path)
+            except OSError:
+                pass
+
+
+# What all the processes of one child may use together: its memory budget plus room for the
+# pages it copies from the zygote as it runs, and as many processes (threads included) as
+# RLIMIT_NPROC allows its uid (grader.sandbox.confine.MAX_PROCESSES).
+HEADROOM = 512 << 20
+MAX_PIDS = 256
+
+
+def for_child(name: str, memory_budget: int) -> Group | None:
+    return create(name, memory_budget + HEADROOM if memory_budget > 0 else 0, MAX_PIDS)
+
+
+def create(name: str, memory_bytes: int, max_pids: int) -> Group | None:
+    """A new group `name` with these limits, or None where the machine offers none to us."""
+    if os.geteuid() != 0:
+        return None
+    unified, v1 = _hierarchies()
+    try:
+        if unified:
+            folder = os.path.join(unified, name)
+            os.makedirs(folder, exist_ok=False)
+            group = Group(2, {"all": folder}, [os.path.join(folder, "cgroup.procs")])
+            _write(os.path.join(folder, "pids.max"), str(max_pids))
+            if memory_bytes > 0:
+                _write(os.path.join(folder, "memory.max"), str(memory_bytes))
+                _write(os.path.join(folder, "memory.swap.max"), "0")
+            return group
+        if not v1:
+            return None
+        group = Group(1, {})
+        for controller, base in v1.items():
+            folder = os.path.join(base, name)
+            os.makedirs(folder, exist_ok=False)
+            group.dirs[controller] = folder
+            group.procs.append(os.path.join(folder, "cgroup.procs"))
+        if "pids" in group.dirs:
+            _write(os.path.join(group.dirs["pids"], "pids.max"), str(max_pids))
+        if "memory" in group.dirs and memory_bytes > 0:
+            _write(os.path.join(group.dirs["memory"], "memory.limit_in_bytes"), str(memory_bytes))
+            _write(os.path.join(group.dirs["memory"], "memory.memsw.limit_in_bytes"), str(memory_bytes))
+        return group
+    except OSError:
+        return None
+
+
+def remove_stale(prefix: str = "grader-") -> None:
+    """Remove the groups of grader processes that no longer exist (killed from outside, their
+    groups stayed behind): names are `<prefix><pid>-<uid>`; a live grader's groups are kept."""
+    if os.geteuid() != 0:
+        return
+    unified, v1 = _hierarchies()
+    for base in ([unified] if unified else list(v1.values())):
+        try:
+            entries = os.listdir(base)
+        except OSError:
+            continue
+        for entry in entries:
+            owner = entry[len(prefix):].split("-", 1)[0] if entry.startswith(prefix) else ""
+            if owner.isdigit() and not _alive(int(owner)):
+                _kill_members(os.path.join(base, entry, "cgroup.procs"))
+                try:
+                    os.rmdir(os.path.join(base, entry))
+                except OSError:
+                    pass
+
+
+def _kill_members(procs: str) -> None:
+    group = Group(1, {}, [procs])
+    for pid in group.members():
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    _wait(lambda: not group.members(), 1.0)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def join(procs: list[str]) -> list[str]:
+    """Called in the child: move this process into the group. Returns what could not be joined."""
+    missing = []
+    for path in procs:
+        try:
+            with open(path, "w") as f:
+                f.write(str(os.getpid()))
+        except OSError:
+            missing.append(os.path.basename(os.path.dirname(os.path.dirname(path))) or path)
+    return missing
+
+
+def missing_controllers(group: Group | None) -> list[str]:
+    if group is None:
+        return ["cgroups"]
+    if group.version == 2:
+        return []
+    return [c for c in V1_CONTROLLERS if c not in group.dirs]
+
+
+def _hierarchies() -> tuple[str, dict[str, str]]:
+    """(a cgroup2 folder of ours that offers pids and memory, or ""; v1 controller -> our folder)."""
+    own = _own_paths()
+    unified, v1 = "", {}
+    try:
+        with open("/proc/self/mounts") as f:
+            mounts = [line.split() for line in f]
+    except OSError:
+        return "", {}
+    for m in mounts:
+        if len(m) < 4:
+            continue
+        point, kind, options = m[1], m[2], m[3].split(",")
+        if kind == "cgroup2" and not unified:
+            base = os.path.join(point, own.get("", "/").lstrip("/"))
+            offered = _read(os.path.join(base, "cgroup.controllers")).split()
+            if {"pids", "memory"} <= set(offered) and _delegates(base, offered):
+                unified = base
+        elif kind == "cgroup":
+            for controller in V1_CONTROLLERS:
+                if controller in options and controller not in v1:
+                    v1[controller] = os.path.join(point, own.get(controller, "/").lstrip("/"))
+    return unified, v1
+
+
+def _delegates(base: str, offered: list[str]) -> bool:
+    """Whether groups made beneath `base` get pids and memory (cgroup.subtree_control)."""
+    enabled = _read(os.path.join(base, "cgroup.subtree_control")).split()
+    if {"pids", "memory"} <= set(enabled):
+        return True
+    return _write(os.path.join(base, "cgroup.subtree_control"), "+pids +memory")
+
+
+def _own_paths() -> dict[str, str]:
+    """Controller -> this process's group path ("" for the cgroup2 hierarchy)."""
+    out = {}
+    try:
+        with open("/proc/self/cgroup") as f:
+            for line in f:
+                _, controllers, path = line.rstrip("\n").split(":", 2)
+                for c in controllers.split(",") if controllers else [""]:
+                    out[c] = path
+    except OSError:
+        pass
+    return out
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def _write(path: str, value: str) -> bool:
+    try:
+        with open(path, "w") as f:
+            f.write(value)
+        return True
+    except OSError:
+        return False
+
+
+def _wait(done, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not done() and time.monotonic() < deadline:
+        time.sleep(0.005)
