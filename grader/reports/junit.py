@@ -31,11 +31,12 @@ MAX_CASES = 3
 
 
 def _clean(text: str) -> str:
-    return xml_chars(text_block(text))
+    """What XML cannot carry becomes U+FFFD (as it always did); the rest is made plain text for a log."""
+    return text_block(xml_chars(text))
 
 
 def _line(text: str) -> str:
-    return xml_chars(text_line(text))
+    return text_line(xml_chars(text))
 
 
 def headline(e: ExerciseResult) -> str:
