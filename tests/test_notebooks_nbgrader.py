@@ -261,8 +261,6 @@ def test_write_scores_says_what_is_missing(course, grade_dir, tmp_path, make_sub
 @pytest.mark.slow
 def test_grader_batch_records_scores_in_the_nbgrader_gradebook(course, tmp_path):
     """bob's submission only (one student keeps the batch short; alice's path is the same)."""
-    if not (ROOT / "grader" / "commands" / "batch.py").exists():
-        pytest.skip("grader batch is not there yet")
     db = tmp_path / "gradebook.db"
     shutil.copy(course["clean_db"], db)
     submitted = tmp_path / "submitted"
