@@ -1,0 +1,655 @@
+"""The adversarial suite (issue 14): named attacks, each a real submission, one shared harness.
+
+Every attack is the worked attention module with one function replaced by an attack (or a scenario
+of tests/fixtures/submissions/, built by tests/scenarios.py). The replaced function's docstring
+states the attack and what must hold. Most attacks return the right answer only when they were
+contained (the attack "succeeding" raises, so a hole shows as a lost point), the others must earn
+exactly the status named in the table.
+
+`test_attack` grades each one with a secret seed set (hidden cases on) and a short call limit, and
+asserts for every attack:
+
+1. the grade is what the submission earned: the attacked exercise has its expected status (and no
+   points unless that status is "passed"), every other attention exercise full marks;
+2. the check completes within its wall-time bound;
+3. no file outside the sandbox changed: sha256 of solutions/, exercises/, autograde.toml, grader/
+   (bytecode writing is off in this process, so a .pyc that appears is the attack's), a
+   world-writable canary folder in the system temp dir, the names in site-packages and the
+   user site folder, before and after;
+4. the secret seed (decimal and hex) appears in no string of the result (`grader.results.to_dict`);
+5. no process of the submission outlives its grading: the attack prints `UID=<n>` and no live,
+   non-zombie process runs as that uid afterwards;
+6. no System V IPC object (/proc/sysvipc/shm, msg, sem) and no Unix socket file in the temp dir
+   remains.
+
+As root (CI, grading servers; how this suite is meant to run) every attack runs and every check
+applies. As an ordinary user the private uid, namespaces and cgroup are absent: attacks marked
+root-only (fork bombs, kill(-1), reading other processes' /proc, loopback/abstract sockets, System V
+IPC, background processes, the grader's files) are skipped, and so is the uid check of item 5,
+because on a laptop isolation is best effort (SECURITY.md). Known open holes of issue 14 are
+`xfail(strict=True)`: when one is closed the test turns red and the mark must go.
+"""
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import socket
+import stat
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, statuses
+from grader.results import to_dict
+from scenarios import submission
+
+pytestmark = pytest.mark.slow           # about 100 s: three attacks wait out the call limit
+
+ROOT_ONLY = os.geteuid() != 0
+SEED = 0x5EC7E75EED
+CORRECT = "torch.tril(torch.ones(T, T, dtype=torch.bool))"
+OTHERS = {"attention.causal_mask": 1.0, "attention.scaled_dot_product_attention": 3.0,
+          "attention.multi_head_attention": 3.0, "attention.positional_encoding": 2.0}
+CANARY = Path(tempfile.mkdtemp(prefix="adversarial-canary-"))
+atexit.register(shutil.rmtree, CANARY, True)          # also when the module is collected but not run
+PORT_HOLDER: dict = {}
+ABSTRACT = f"adversarial-{os.getpid()}"
+PATH_SOCKET = CANARY / "host.sock"
+SITE = Path(sysconfig.get_paths()["purelib"])
+USER_SITE = Path(os.path.expanduser("~")) / ".local" / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Attack:
+    target: str                     # the exercise attacked
+    source: str | None = None       # the replacing function (None: a scenario of that name)
+    status: str = "passed"          # what it must earn
+    seconds: float = 30.0           # wall-time bound of the whole check
+    root_only: bool = False
+    xfail: str | None = None
+    scenario: str | None = None
+
+
+def mask(body: str, doc: str) -> str:
+    """A causal_mask whose body is `body` (indented 4), then the correct answer."""
+    return (f"def causal_mask(T):\n    {doc!r}\n    import os, torch\n"
+            f"    print(f'UID={{os.getuid()}}', flush=True)\n{body}\n    return {CORRECT}\n")
+
+
+def sdpa(body: str, doc: str) -> str:
+    """A scaled_dot_product_attention made of `body` (which returns)."""
+    return (f"def scaled_dot_product_attention(Q, K, V, mask=None):\n    {doc!r}\n    import os, math, torch\n"
+            f"    print(f'UID={{os.getuid()}}', flush=True)\n{body}\n")
+
+
+def ind(text: str) -> str:
+    return "\n".join("    " + line for line in text.strip("\n").splitlines())
+
+
+SDPA_BODY = """
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float('-inf'))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ V, weights
+"""
+
+ATTACKS: dict[str, Attack] = {
+    # --- resource exhaustion -------------------------------------------------------------
+    "fork_bomb": Attack("attention.causal_mask", mask(ind("""
+import time
+forked = 0
+try:
+    while forked < 1000:
+        if os.fork() == 0:
+            time.sleep(60)
+            os._exit(0)
+        forked += 1
+except OSError:
+    pass
+if forked >= 1000:
+    raise RuntimeError('no process limit')
+"""), "Attack: fork until fork() fails. Must hold: it fails before 1,000; every child is killed."),
+        root_only=True),
+    "helpers_share_memory": Attack("attention.causal_mask", mask(ind("""
+pids = []
+for _ in range(3):
+    pid = os.fork()
+    if pid == 0:
+        block = bytearray(1200 << 20)
+        os._exit(0 if len(block) else 1)
+    pids.append(pid)
+if not all(os.waitpid(p, 0)[1] == 0 for p in pids):
+    raise MemoryError('a helper was killed')
+"""), "Attack: three 1.2 GiB helpers. Must hold: they share one budget, so one is killed (error)."),
+        status="error", root_only=True),
+    "big_allocation": Attack("attention.scaled_dot_product_attention", scenario="hostile_big_allocation",
+                             status="error"),
+    "huge_output": Attack("attention.multi_head_attention", scenario="hostile_prints"),
+    "file_past_fsize": Attack("attention.causal_mask", mask(ind("""
+chunk = b'x' * (1 << 20)
+try:
+    with open('big.bin', 'wb') as f:
+        for _ in range(80):
+            f.write(chunk)
+            f.flush()
+except OSError:
+    os.remove('big.bin')
+else:
+    raise RuntimeError('wrote 80 MiB into one file')
+"""), "Attack: one 80 MiB file. Must hold: RLIMIT_FSIZE stops it at 64 MiB (EFBIG, not a kill)."),
+    ),
+    "many_small_files": Attack("attention.causal_mask", mask(ind("""
+for i in range(2000):
+    with open(f'junk{i}.txt', 'w') as f:
+        f.write('x' * 100)
+"""), "Attack: litter the working folder with 2,000 files. Must hold: nothing outside the sandbox changes."),
+    ),
+    "endless_loop": Attack("attention.causal_mask", scenario="hostile_infinite_loop", status="timeout",
+                           seconds=60),
+    "sleep_past_limit": Attack("attention.positional_encoding", (
+        "def positional_encoding(T, d_model):\n"
+        "    'Attack: sleep an hour. Must hold: the call limit stops it (timeout), nothing is left.'\n"
+        "    import os, time\n    print(f'UID={os.getuid()}', flush=True)\n    time.sleep(3600)\n"),
+        status="timeout", seconds=60),
+    "sigterm_ignored_with_grandchild": Attack("attention.causal_mask", scenario="hostile_ignores_sigterm",
+                                              status="timeout", seconds=60, root_only=True),
+    "pid_hopper": Attack("attention.causal_mask", mask(ind("""
+import time
+for _ in range(0 if os.path.exists('hopping') else 4):
+    open('hopping', 'w').close()
+    if os.fork() == 0:
+        os.setsid()
+        while True:
+            try:
+                if os.fork() != 0:
+                    os._exit(0)
+            except OSError:
+                pass
+time.sleep(0.2)
+"""), "Attack: helpers that fork and exit in a loop in new sessions. Must hold: they die with the child."),
+        root_only=True),
+    # --- escaping the result -------------------------------------------------------------
+    "os_exit_at_call": Attack("attention.positional_encoding", scenario="hostile_os_exit", status="crashed"),
+    "system_exit_at_call": Attack("attention.causal_mask", mask(ind("raise SystemExit(0)"),
+                                  "Attack: SystemExit(0) from the call. Must hold: not a pass."), status="error"),
+    "sigkill_self": Attack("attention.causal_mask", mask(ind("import signal\nos.kill(os.getpid(), signal.SIGKILL)"),
+                           "Attack: SIGKILL itself. Must hold: crashed, the rest unaffected."), status="crashed"),
+    "killpg_own_group": Attack("attention.causal_mask", mask(ind("import signal\nos.killpg(0, signal.SIGKILL)"),
+                               "Attack: SIGKILL its process group. Must hold: only the child dies."),
+                               status="crashed"),
+    "signal_parent": Attack("attention.causal_mask", mask(ind("""
+import signal
+for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGSTOP, signal.SIGKILL):
+    for pid in {os.getppid(), GRADER_PID}:
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
+""").replace("GRADER_PID", str(os.getpid())),
+        "Attack: SIGTERM/SIGINT/SIGSTOP/SIGKILL to its parent and to the grader's pid. "
+        "Must hold: the grader lives on and grades normally."), root_only=True),
+    "kill_everything": Attack("attention.causal_mask", mask(ind("""
+import signal
+try:
+    os.kill(-1, signal.SIGKILL)
+except OSError:
+    pass
+"""), "Attack: kill(-1, SIGKILL). Must hold: it reaches only its own processes; the grade stands."),
+        root_only=True),
+    # --- faking equality ---------------------------------------------------------------
+    "tensor_subclass": Attack("attention.causal_mask", scenario="hostile_tensor_subclass", status="failed"),
+    "patched_allclose": Attack("attention.scaled_dot_product_attention", scenario="hostile_patches_allclose",
+                               status="failed"),
+    "patched_equal_and_eq": Attack("attention.causal_mask", (
+        "def causal_mask(T):\n"
+        "    'Attack: patch torch.equal, torch.allclose, Tensor.__eq__ to always agree, return a wrong mask. '\n"
+        "    'Must hold: failed (the comparison runs in the parent).'\n"
+        "    import os, torch\n    print(f'UID={os.getuid()}', flush=True)\n"
+        "    torch.equal = lambda *a, **k: True\n    torch.allclose = lambda *a, **k: True\n"
+        "    torch.Tensor.__eq__ = lambda *a, **k: True\n"
+        "    return torch.zeros(T, T, dtype=torch.bool)\n"), status="failed"),
+    "object_with_eq": Attack("attention.causal_mask", (
+        "def causal_mask(T):\n"
+        "    'Attack: return an object whose __eq__ is always True. Must hold: not a pass.'\n"
+        "    import os\n    print(f'UID={os.getuid()}', flush=True)\n"
+        "    class Yes:\n        def __eq__(self, other):\n            return True\n"
+        "        shape = (T, T)\n    return Yes()\n"), status="error"),
+    "nan_everywhere": Attack("attention.scaled_dot_product_attention", sdpa(
+        "    nan = float('nan')\n"
+    "    return torch.full(Q.shape[:-1] + V.shape[-1:], nan), torch.full(Q.shape[:-1] + K.shape[-2:-1], nan)",
+        "Attack: NaN compares unequal and may slip through tolerances. Must hold: failed."), status="failed"),
+    # --- peeking ---------------------------------------------------------------------
+    "read_solutions_relative": Attack("attention.causal_mask", mask(ind("""
+for up in range(1, 8):
+    path = '../' * up + 'solutions/attention.py'
+    try:
+        text = open(path).read()
+    except OSError:
+        continue
+    if 'BEGIN SOLUTION' in text:
+        raise RuntimeError('read the solutions at ' + path)
+"""), "Attack: read ../…/solutions/attention.py. Must hold: unreadable, so the grade stands."),
+        root_only=True),
+    "read_solutions_absolute": Attack("attention.causal_mask", mask(ind(f"""
+for path in {[str(ROOT / 'solutions' / 'attention.py'), str(ROOT / 'autograde.toml')]!r}:
+    try:
+        open(path).read()
+    except OSError:
+        continue
+    raise RuntimeError('read ' + path)
+"""), "Attack: read the solutions and autograde.toml by absolute path. Must hold: both unreadable."),
+        root_only=True),
+    "import_solutions": Attack("attention.causal_mask", scenario="reads_solutions", status="forbidden"),
+    "proc_environ_maps_fds": Attack("attention.causal_mask", mask(ind(f"""
+for pid in ({os.getpid()}, 1):
+    for what in ('environ', 'maps', 'mem', 'fd'):
+        path = f'/proc/{{pid}}/{{what}}'
+        try:
+            if what == 'fd':
+                for fd in os.listdir(path):
+                    open(os.path.join(path, fd), 'rb').read(1)
+            else:
+                open(path, 'rb').read(4096)
+        except OSError:
+            continue
+        raise RuntimeError('read ' + path)
+"""), "Attack: read the grader's /proc/<pid>/environ, maps, mem and open its fds. Must hold: none is "
+        "readable."), root_only=True),
+    "proc_cmdline": Attack("attention.causal_mask", mask(ind(f"""
+for pid in ({os.getpid()}, os.getppid()):
+    try:
+        data = open(f'/proc/{{pid}}/cmdline', 'rb').read()
+    except OSError:
+        continue
+    if data and pid != os.getpid():
+        raise RuntimeError('read the command line of ' + str(pid))
+"""), "Attack: read the grader's /proc/<pid>/cmdline (a seed given as a flag is there). Must hold: "
+        "the grader's processes are not visible."), root_only=True,
+        xfail="issue 14 item 6: no PID/mount namespace yet, so /proc shows the host's processes and the "
+              "grader's cmdline is world-readable"),
+    "read_grader_package": Attack("attention.causal_mask", mask(ind(f"""
+import glob
+for path in glob.glob({str(ROOT / 'grader' / 'catalog' / '*.py')!r}) + glob.glob({str(ROOT / 'grader' / '*.py')!r}):
+    try:
+        open(path).read()
+    except OSError:
+        continue
+    raise RuntimeError('read ' + path)
+"""), "Attack: read the catalog's source (the references). Must hold: unreadable."), root_only=True),
+    "import_grader_catalog": Attack("attention.causal_mask", mask(ind("""
+import importlib
+for name in ('grader.catalog', 'grader.catalog.attention', 'grader.config'):
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        continue
+    raise RuntimeError('imported ' + name)
+"""), "Attack: import grader.catalog(.attention). Must hold: refused."),),
+    "sys_modules_and_gc_hunt": Attack("attention.scaled_dot_product_attention", sdpa(ind("""
+import gc, sys, types
+for name in list(sys.modules):
+    if name.startswith('grader.catalog') or name.startswith('grader.config'):
+        raise RuntimeError('loaded: ' + name)
+for obj in gc.get_objects():
+    if isinstance(obj, types.FunctionType) and (getattr(obj, '__module__', '') or '').startswith('grader.catalog'):
+        raise RuntimeError('found ' + obj.__qualname__)
+""") + "\n" + SDPA_BODY, "Attack: hunt sys.modules and gc for the catalog. Must hold: nothing there.")),
+    "exception_name_leaks_inputs": Attack("attention.scaled_dot_product_attention", sdpa(ind("""
+name = 'V_' + '_'.join(f'{x:.6f}'.replace('.', 'p').replace('-', 'm') for x in Q.flatten()[:4].tolist())
+print('LEAK', Q.flatten()[:4].tolist())
+raise type(name, (Exception,), {})(str(Q.flatten()[:8].tolist()))
+"""), "Attack: encode the inputs in an exception's type name and message. Must hold: an error, and no "
+        "hidden case's report carries student text."), status="error"),
+    # --- network and local IPC ----------------------------------------------------------
+    "tcp_to_loopback": Attack("attention.causal_mask", mask(ind("""
+import socket
+try:
+    socket.create_connection(('127.0.0.1', PORT), timeout=1).close()
+except OSError:
+    pass
+else:
+    raise RuntimeError('reached the host loopback')
+""").replace("PORT", "{PORT}"),
+        "Attack: connect to a service on the host's loopback. Must hold: unreachable."), root_only=True),
+    "dns_lookup": Attack("attention.causal_mask", mask(ind("""
+import socket
+try:
+    socket.getaddrinfo('example.com', 80)
+except OSError:
+    pass
+else:
+    raise RuntimeError('resolved a name')
+"""), "Attack: resolve example.com. Must hold: no network."), root_only=True),
+    "abstract_unix_socket": Attack("attention.causal_mask", mask(ind(f"""
+import socket
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    s.connect('\\0{ABSTRACT}')
+except OSError:
+    pass
+else:
+    raise RuntimeError('reached an abstract socket of the host')
+"""), "Attack: connect to the host's abstract Unix socket. Must hold: unreachable (network namespace)."),
+        root_only=True),
+    "path_unix_socket": Attack("attention.causal_mask", mask(ind(f"""
+import socket
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    s.connect({str(PATH_SOCKET)!r})
+except OSError:
+    pass
+else:
+    raise RuntimeError('reached a path socket of the host')
+"""), "Attack: connect to a world-writable path socket of the host. Must hold: unreachable."),
+        root_only=True, xfail="issue 14 item 6: path Unix sockets of the host are reachable (no mount namespace)"),
+    "bind_socket_in_tmp": Attack("attention.causal_mask", mask(ind("""
+import socket, tempfile
+for folder in (tempfile.gettempdir(), '/tmp', '/dev/shm'):
+    try:
+        socket.socket(socket.AF_UNIX).bind(os.path.join(folder, f'adversarial-left-{os.getpid()}.sock'))
+    except OSError:
+        pass
+"""), "Attack: leave a Unix socket file in the temp folder. Must hold: no new socket file there.")),
+    "sysv_ipc": Attack("attention.causal_mask", mask(ind("""
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.shmget(0x5EED0D, 1 << 20, 0o1666) < 0:
+    raise OSError(ctypes.get_errno(), 'shmget')
+if libc.msgget(0x5EED0E, 0o1666) < 0:
+    raise OSError(ctypes.get_errno(), 'msgget')
+if libc.semget(0x5EED0F, 4, 0o1666) < 0:
+    raise OSError(ctypes.get_errno(), 'semget')
+"""), "Attack: create a shm segment, a message queue and semaphores. Must hold: none outlives the child."),
+        root_only=True),
+    # --- forbidden APIs by indirection ---------------------------------------------------
+    "forbidden_getattr": Attack("attention.scaled_dot_product_attention", scenario="forbidden_getattr",
+                                status="forbidden"),
+    "forbidden_mha_module": Attack("attention.multi_head_attention", scenario="forbidden_mha_module",
+                                   status="forbidden"),
+    "forbidden_importlib": Attack("attention.scaled_dot_product_attention", sdpa(ind("""
+import importlib
+fn = getattr(importlib.import_module('torch.nn.' + 'functional'), 'scaled_dot_product_' + 'attention')
+out = fn(Q, K, V, attn_mask=mask)
+scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+if mask is not None:
+    scores = scores.masked_fill(~mask, float('-inf'))
+return out, torch.softmax(scores, dim=-1)
+"""), "Attack: reach F.scaled_dot_product_attention through importlib and built names. "
+        "Must hold: forbidden."), status="forbidden"),
+    "forbidden_aten_op": Attack("attention.scaled_dot_product_attention", sdpa(ind("""
+op = getattr(torch.ops.aten, 'scaled_dot_product_' + 'attention')
+out = op(Q, K, V, attn_mask=mask)
+scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+if mask is not None:
+    scores = scores.masked_fill(~mask, float('-inf'))
+return out, torch.softmax(scores, dim=-1)
+"""), "Attack: call torch.ops.aten.scaled_dot_product_attention. Must hold: forbidden."),
+        status="forbidden",
+        xfail="issue 14 item 1: the ATen net never sees SDPA (decomposed before the mode), so the aten route passes"),
+    "forbidden_unwrapped": Attack("attention.scaled_dot_product_attention", sdpa(ind("""
+import torch.nn.functional as F
+fn = getattr(F, 'scaled_dot_product_' + 'attention')
+fn = getattr(fn, '__wrapped__', fn)
+out = fn(Q, K, V, attn_mask=mask)
+scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+if mask is not None:
+    scores = scores.masked_fill(~mask, float('-inf'))
+return out, torch.softmax(scores, dim=-1)
+"""), "Attack: call the original kept in the tripwire's __wrapped__. Must hold: forbidden."),
+        status="forbidden",
+        xfail="issue 14 item 1: the run-time wrappers keep the original in __wrapped__, which is not caught"),
+    "environment_holds_no_seed": Attack("attention.causal_mask", mask(ind(f"""
+for key, value in os.environ.items():
+    if {str(SEED)!r} in value or {f"{SEED:x}"!r} in value.lower() or 'SEED' in key:
+        raise RuntimeError('found the seed in ' + key)
+"""), "Attack: look for the secret seed in the environment. Must hold: it is not there.")),
+    # --- persistence -------------------------------------------------------------------
+    "write_site_packages": Attack("attention.causal_mask", mask(ind(f"""
+for path in ({str(SITE / 'adversarial_persist.pth')!r}, {str(USER_SITE / 'site-packages' / 'usercustomize.py')!r}):
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, 'w') as f:
+            f.write('import os\\n')
+    except OSError:
+        pass
+"""), "Attack: plant a .pth in site-packages and a usercustomize.py. Must hold: neither appears."),
+        root_only=True),
+    "write_outside": Attack("attention.causal_mask", mask(ind(f"""
+for path in ({str(CANARY / 'canary.txt')!r}, {str(CANARY / 'new.txt')!r},
+             {str(ROOT / 'solutions' / 'attention.py')!r}, {str(ROOT / 'grader' / '__init__.py')!r},
+             {str(ROOT / 'autograde.toml')!r}):
+    try:
+        with open(path, 'a') as f:
+            f.write('pwned\\n')
+    except OSError:
+        pass
+"""), "Attack: append to the canary, the solutions, the grader and the config. Must hold: all unchanged."),
+        root_only=True),
+    "poison_later_exercise": Attack("attention.positional_encoding", (
+        "def positional_encoding(T, d_model):\n"
+        "    'Attack: causal_mask planted sitecustomize.py and a torch.py in its folder for later children. '\n"
+        "    'Must hold: this exercise still gets the real torch and passes.'\n"
+        "    import os, math, torch\n    print(f'UID={os.getuid()}', flush=True)\n"
+        "    if getattr(torch, 'POISONED', False):\n        raise RuntimeError('imported the planted torch')\n"
+        "    pos = torch.arange(T, dtype=torch.float32).unsqueeze(1)\n"
+        "    div = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))\n"
+        "    pe = torch.zeros(T, d_model)\n    pe[:, 0::2] = torch.sin(pos * div)\n"
+        "    pe[:, 1::2] = torch.cos(pos * div)[:, : d_model // 2]\n    return pe\n"),
+        scenario=None),
+    "leave_file_in_dev_shm": Attack("attention.causal_mask", mask(ind("""
+for folder in ('/dev/shm', '/var/tmp'):
+    try:
+        with open(os.path.join(folder, 'adversarial-left-behind'), 'w') as f:
+            f.write('for the next student')
+    except OSError:
+        pass
+"""), "Attack: leave a file in /dev/shm or /var/tmp for a later submission. Must hold: none appears."),
+        root_only=True),
+    "background_daemon": Attack("attention.causal_mask", mask(ind("""
+import time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        for fd in range(3):
+            os.close(fd)
+        time.sleep(300)
+    os._exit(0)
+time.sleep(0.1)
+"""), "Attack: a double-forked daemon in its own session. Must hold: it dies with the child."),
+        root_only=True),
+}
+
+POISON = ("def causal_mask(T):\n"
+          "    'Plants torch.py and sitecustomize.py in the working folder and its parent.'\n"
+          "    import os, torch\n    print(f'UID={os.getuid()}', flush=True)\n"
+          "    for folder in ('.', '..'):\n"
+          "        for name in ('torch.py', 'sitecustomize.py'):\n"
+          "            try:\n"
+          "                with open(os.path.join(folder, name), 'w') as f:\n"
+          "                    f.write('POISONED = True\\nfrom math import *\\n')\n"
+          "            except OSError:\n"
+          "                pass\n"
+          f"    return {CORRECT}\n")
+
+
+def _hash_tree(paths) -> dict[str, str]:
+    out = {}
+    for base in paths:
+        base = Path(base)
+        files = [base] if base.is_file() else sorted(p for p in base.rglob("*") if p.is_file()) if base.exists() else []
+        for p in files:
+            try:
+                out[str(p)] = hashlib.sha256(p.read_bytes()).hexdigest()
+            except OSError as e:
+                out[str(p)] = f"unreadable: {e}"
+    return out
+
+
+def _ipc() -> dict[str, set]:
+    found = {}
+    for kind in ("shm", "msg", "sem"):
+        try:
+            with open(f"/proc/sysvipc/{kind}") as f:
+                next(f)
+                found[kind] = {tuple(line.split()[:2]) for line in f if line.strip()}
+        except OSError:
+            found[kind] = set()
+    return found
+
+
+def _sockets() -> set[str]:
+    found = set()
+    for folder in {tempfile.gettempdir(), "/tmp", "/dev/shm", str(CANARY)}:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if stat.S_ISSOCK(entry.stat(follow_symlinks=False).st_mode):
+                    found.add(entry.path)
+            except OSError:
+                pass
+    return found - {str(PATH_SOCKET)}
+
+
+def snapshot() -> dict:
+    listing = {}
+    for folder in (SITE, USER_SITE, Path("/dev/shm"), Path("/var/tmp")):
+        listing[str(folder)] = sorted(os.listdir(folder)) if folder.is_dir() else None
+    return {"files": _hash_tree([ROOT / "solutions", ROOT / "exercises", ROOT / "autograde.toml",
+                                 ROOT / "grader", CANARY]),
+            "listing": {k: v for k, v in listing.items()}, "ipc": _ipc(), "sockets": _sockets()}
+
+
+def _uids(result) -> set[int]:
+    return {int(w[4:]) for e in result.exercises for w in e.output.split()
+            if w.startswith("UID=") and w[4:].isdigit()}
+
+
+def _processes_of(uids: set[int]) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+        except OSError:
+            continue
+        if int(fields.get("Uid", "0").split()[0]) in uids and not fields.get("State", "").strip().startswith("Z"):
+            found.append(int(entry))
+    return found
+
+
+def _strings(obj):
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield str(k)
+            yield from _strings(v)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            yield from _strings(v)
+    else:
+        yield str(obj)
+
+
+@pytest.fixture(scope="module")
+def hostile(config):
+    """The seeded, short-limit config; the canary, listeners and no bytecode writing for the module."""
+    (CANARY / "canary.txt").write_text("canary\n")
+    os.chmod(CANARY, 0o777)
+    os.chmod(CANARY / "canary.txt", 0o666)
+    tcp = socket.socket()
+    tcp.bind(("127.0.0.1", 0))
+    tcp.listen(8)
+    PORT_HOLDER["port"] = tcp.getsockname()[1]
+    abstract = socket.socket(socket.AF_UNIX)
+    abstract.bind("\0" + ABSTRACT)
+    abstract.listen(8)
+    path = socket.socket(socket.AF_UNIX)
+    path.bind(str(PATH_SOCKET))
+    os.chmod(PATH_SOCKET, 0o777)
+    path.listen(8)
+    before, sys.dont_write_bytecode = sys.dont_write_bytecode, True
+    try:
+        yield dataclasses.replace(config, secret_seed=SEED, call_timeout=3.0)
+    finally:
+        sys.dont_write_bytecode = before
+        for s in (tcp, abstract, path):
+            s.close()
+        shutil.rmtree(CANARY, ignore_errors=True)
+
+
+def _params():
+    for name, attack in ATTACKS.items():
+        marks = []
+        if attack.root_only:
+            marks.append(pytest.mark.skipif(ROOT_ONLY, reason="needs root: private uid and namespaces"))
+        if attack.xfail:
+            marks.append(pytest.mark.xfail(strict=True, reason=attack.xfail))
+        yield pytest.param(name, id=name, marks=marks)
+
+
+@pytest.mark.parametrize("name", list(_params()))
+def test_attack(name, make_submission, grade_dir, hostile):
+    attack = ATTACKS[name]
+    if attack.scenario:
+        folder = submission(attack.scenario)
+    else:
+        source = attack.source.replace("{PORT}", str(PORT_HOLDER["port"]))
+        assert "Must hold" in source or name == "poison_later_exercise", "an attack states what must hold"
+        overrides = {attack.target: source}
+        if name == "poison_later_exercise":
+            overrides["attention.causal_mask"] = POISON
+        folder = make_submission(overrides)
+    before = snapshot()
+    start = time.monotonic()
+    result = grade_dir(folder, "attention", cfg=hostile)
+    elapsed = time.monotonic() - start
+
+    # 1. the grade is what the submission earned
+    got = statuses(result)
+    expected = {e: "passed" for e in OTHERS} | {attack.target: attack.status}
+    messages = {e.id: e.message for e in result.exercises if e.status.value != expected.get(e.id)}
+    assert got == expected, messages
+    for e in result.exercises:
+        assert e.points == (OTHERS[e.id] if expected[e.id] == "passed" else 0), (e.id, e.points)
+    # 2. within its limits
+    assert elapsed < attack.seconds, f"took {elapsed:.1f} s"
+    # 3, 6. nothing outside the sandbox changed, no IPC object or socket left
+    time.sleep(0.05)
+    after = snapshot()
+    changed = {k for k in before["files"].keys() | after["files"].keys()
+               if before["files"].get(k) != after["files"].get(k)}
+    assert not changed, changed
+    assert before["listing"] == after["listing"]
+    assert {k: after["ipc"][k] - before["ipc"][k] for k in after["ipc"]} == {"shm": set(), "msg": set(), "sem": set()}
+    assert after["sockets"] <= before["sockets"], after["sockets"] - before["sockets"]
+    # 4. the seed appears in no output
+    text = "\n".join(_strings(to_dict(result)))
+    for form in (str(SEED), f"{SEED:x}", f"{SEED:X}", f"{SEED:#x}"):
+        assert form not in text
+    hidden = [c for e in result.exercises for c in e.cases if c.hidden]
+    assert hidden, "hidden cases ran"
+    for c in hidden:
+        assert "V_" not in c.message and "LEAK" not in c.message and "[" not in c.description, c
+    # 5. no process of the submission outlives its grading
+    if os.geteuid() == 0:
+        uids = _uids(result)
+        if attack.source is not None:
+            assert uids, "the attack printed its uid"
+        deadline = time.monotonic() + 2.0
+        while _processes_of(uids) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _processes_of(uids), _processes_of(uids)
+    json.dumps(to_dict(result))
