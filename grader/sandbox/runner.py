@@ -76,8 +76,9 @@ class Sandbox:
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pkg_root = provision.package_root()
         env = provision.child_environment(pkg_root, self.limits.threads)
+        # -I ignores PYTHON* variables, PYTHONDONTWRITEBYTECODE included: -B keeps bytecode out of the package
         self._zygote = subprocess.Popen(
-            [sys.executable, "-I", "-c", "import sys; sys.path.insert(0, %r); "
+            [sys.executable, "-I", "-B", "-c", "import sys; sys.path.insert(0, %r); "
              "from grader.sandbox.zygote import main; main(%d)" % (pkg_root, child.fileno())],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, pass_fds=(child.fileno(),),
             env=env, cwd="/")
