@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import shutil
 from pathlib import Path
 
@@ -120,3 +121,25 @@ def grade_variants(tmp_path_factory, grade_dir, entries, prefix):
         for e in result.exercises:
             results[(e.id, chosen[e.id])] = e
     return results
+
+
+def attack_uids(result) -> set[int]:
+    """The private uids an attack ran as: attacks print `UID=<n>` (as root each child has its own)."""
+    return {int(w[4:]) for e in result.exercises for w in e.output.split()
+            if w.startswith("UID=") and w[4:].isdigit()}
+
+
+def processes_of(uids: set[int]) -> list[int]:
+    """Live (non-zombie) processes running as one of these uids: none may outlive its grading."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+        except OSError:
+            continue
+        if int(fields.get("Uid", "0").split()[0]) in uids and not fields.get("State", "").strip().startswith("Z"):
+            found.append(int(entry))
+    return found

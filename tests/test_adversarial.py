@@ -47,7 +47,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, statuses
+from conftest import ROOT, attack_uids, processes_of, statuses
 from grader.results import to_dict
 from scenarios import submission
 
@@ -531,26 +531,6 @@ def snapshot() -> dict:
             "listing": {k: v for k, v in listing.items()}, "ipc": _ipc(), "sockets": _sockets()}
 
 
-def _uids(result) -> set[int]:
-    return {int(w[4:]) for e in result.exercises for w in e.output.split()
-            if w.startswith("UID=") and w[4:].isdigit()}
-
-
-def _processes_of(uids: set[int]) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/status") as f:
-                fields = dict(line.split(":", 1) for line in f if ":" in line)
-        except OSError:
-            continue
-        if int(fields.get("Uid", "0").split()[0]) in uids and not fields.get("State", "").strip().startswith("Z"):
-            found.append(int(entry))
-    return found
-
-
 def _strings(obj):
     if isinstance(obj, dict):
         for k, v in obj.items():
@@ -645,11 +625,11 @@ def test_attack(name, make_submission, grade_dir, hostile):
         assert "V_" not in c.message and "LEAK" not in c.message and "[" not in c.description, c
     # 5. no process of the submission outlives its grading
     if os.geteuid() == 0:
-        uids = _uids(result)
+        uids = attack_uids(result)
         if attack.source is not None:
             assert uids, "the attack printed its uid"
         deadline = time.monotonic() + 2.0
-        while _processes_of(uids) and time.monotonic() < deadline:
+        while processes_of(uids) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not _processes_of(uids), _processes_of(uids)
+        assert not processes_of(uids), processes_of(uids)
     json.dumps(to_dict(result))

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from conftest import statuses
+from conftest import attack_uids, processes_of, statuses
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="private uids and namespaces need root; "
                                 "as an ordinary user only rlimits and the process group apply")
@@ -107,34 +107,13 @@ def test_system_v_shared_memory_does_not_outlive_the_child(make_submission, grad
 def test_a_fork_bomb_hits_the_process_limit_and_leaves_nothing(make_submission, grade_dir):
     result = grade_dir(make_submission({"attention.causal_mask": FORK_BOMB}), "attention.causal_mask")
     assert statuses(result) == {"attention.causal_mask": "passed"}, result.exercises[0].message
-    assert _uids(result) and not _processes_of(_uids(result))
-
-
-def _uids(result) -> set[int]:
-    """The private uids the attack ran as (it prints them)."""
-    return {int(w[4:]) for e in result.exercises for w in e.output.split() if w.startswith("UID=")}
-
-
-def _processes_of(uids: set[int]) -> list[int]:
-    """Live processes running as one of these uids: none may outlive its grading."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/status") as f:
-                fields = dict(line.split(":", 1) for line in f if ":" in line)
-        except OSError:
-            continue
-        if int(fields.get("Uid", "0").split()[0]) in uids and not fields.get("State", "").strip().startswith("Z"):
-            found.append(int(entry))
-    return found
+    assert attack_uids(result) and not processes_of(attack_uids(result))
 
 
 def test_helpers_share_one_memory_budget(make_submission, grade_dir):
     result = grade_dir(make_submission({"attention.causal_mask": HELPERS_MEMORY}), "attention.causal_mask")
     assert statuses(result) != {"attention.causal_mask": "passed"}, "three 1.2 GiB helpers all completed"
-    assert _uids(result) and not _processes_of(_uids(result))
+    assert attack_uids(result) and not processes_of(attack_uids(result))
 
 
 def test_a_process_that_keeps_changing_its_pid_dies_with_the_child(make_submission, grade_dir):
@@ -142,4 +121,4 @@ def test_a_process_that_keeps_changing_its_pid_dies_with_the_child(make_submissi
     result = grade_dir(make_submission({"attention.causal_mask": PID_HOPPER}), "attention.causal_mask")
     assert statuses(result) == {"attention.causal_mask": "passed"}, result.exercises[0].message
     time.sleep(0.5)                      # a survivor would still be hopping by now
-    assert _uids(result) and not _processes_of(_uids(result))
+    assert attack_uids(result) and not processes_of(attack_uids(result))
