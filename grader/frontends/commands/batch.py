@@ -68,6 +68,8 @@ def run(args) -> int:
 
 
 def _names(names: list[str]) -> str:
+    """Sorted, so the line reads the same whichever worker finished first."""
+    names = sorted(names)
     shown = ", ".join(names[:LISTED])
     return shown + (f" and {len(names) - LISTED} more" if len(names) > LISTED else "")
 
