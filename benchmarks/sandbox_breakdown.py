@@ -1,0 +1,333 @@
+"""Where the sandbox's time goes, step by step, for one trivial exercise (attention.causal_mask):
+
+    .venv/bin/python benchmarks/sandbox_breakdown.py [--runs 10] [--exercise attention.causal_mask]
+
+The exercise is graded `--runs` times through the real engine and the real sandbox. Only the
+benchmark adds instruments, by wrapping the functions each step calls (nothing in the grader
+is changed, and the grader pays nothing for them when it runs normally):
+- in this process (the parent): the pipeline's steps, the child's folder and control group,
+  the request to the zygote, every wire encode and decode, the judge, the teardown;
+- in the zygote and every child forked from it (a zygote started with the same command line,
+  which installs the same wrappers before it serves): the fork, each confinement layer
+  (control group, session, each rlimit, the network and IPC namespaces, the private uid,
+  Landlock), the tripwires, the student's import, each call, the reply's encoding. A child
+  sends its spans (time.monotonic(), which is the same clock in every process) back inside
+  the replies it sends anyway, under a key the parent ignores.
+Each step's figure is the median over the runs of its total in one run. Beside it, the same
+step done without the sandbox ("bare"): a fork of a Python that has not imported torch, the
+module imported in this process, the function called directly, no encoding... Timings on a
+shared machine move with its load, which is printed.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+_spans: list[list] = []         # [label, start, end] in time.monotonic() seconds
+TRACE_KEY = "_breakdown_trace"
+
+
+def _timed(owner, attr: str, label) -> None:
+    """Replace owner.attr by a wrapper recording its span; `label` is a string or f(args, kwargs)."""
+    original = getattr(owner, attr)
+
+    def wrapper(*args, **kwargs):
+        t0 = time.monotonic()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            _spans.append([label(args, kwargs) if callable(label) else label, t0, time.monotonic()])
+    wrapper.__wrapped__ = original
+    setattr(owner, attr, wrapper)
+
+
+# ---------------------------------------------------------------------------------- child side
+def probe_zygote(control_fd: int) -> None:
+    """The zygote's main, with the child-side instruments installed before it forks anyone."""
+    import importlib
+    import resource
+    import socket
+
+    import torch
+
+    from grader import threads
+    from grader.sandbox import cgroups, child, confine, tripwires, wire, zygote
+
+    real_fork, real_recv_fds = os.fork, socket.recv_fds
+
+    def recv_fds(*args, **kwargs):
+        got = real_recv_fds(*args, **kwargs)
+        _spans[:] = [["zygote: request received", time.monotonic(), time.monotonic()]]
+        return got
+
+    def fork():
+        t0 = time.monotonic()
+        pid = real_fork()
+        if pid == 0:
+            _spans.append(["fork: zygote -> child running", t0, time.monotonic()])
+        return pid
+    socket.recv_fds, os.fork = recv_fds, fork
+
+    names = {resource.RLIMIT_AS: "rlimit: address space", resource.RLIMIT_FSIZE: "rlimit: file size",
+             resource.RLIMIT_CORE: "rlimit: core dumps", resource.RLIMIT_NPROC: "rlimit: processes"}
+    _timed(resource, "setrlimit", lambda a, k: names.get(a[0], "rlimit: other"))
+    _timed(os, "setsid", "own session and process group")
+    _timed(cgroups, "join", "control group: join")
+    _timed(confine, "_vm_size", "rlimit: read VmSize")
+    _timed(confine, "_drop_to", "private uid, capabilities dropped")
+    _timed(confine, "_landlock", "Landlock ruleset built and applied")
+    flags = {confine.CLONE_NEWNET: "network namespace", confine.CLONE_NEWIPC: "IPC namespace"}
+
+    class _Libc:        # the namespaces are unshare() calls on libc: label them by flag
+        def __init__(self, libc) -> None:
+            self._libc = libc
+
+        def unshare(self, flag):
+            t0 = time.monotonic()
+            try:
+                return self._libc.unshare(flag)
+            finally:
+                _spans.append([flags.get(flag, f"unshare {flag:#x}"), t0, time.monotonic()])
+
+        def __getattr__(self, name):
+            return getattr(self._libc, name)
+    real_libc = confine._libc
+    confine._libc = lambda: _Libc(real_libc())
+    _timed(confine, "_libc", "ctypes.CDLL(None)")
+    _timed(child, "confine", "confinement, all layers")
+    _timed(child, "_load", "trusted substitutes imported")
+    _timed(threads, "configure", "torch thread count")
+    _timed(torch, "manual_seed", "torch.manual_seed")
+    _timed(tripwires, "install", "tripwires installed")
+    _timed(child, "_call", "call: in the child (snapshot, nets, function)")
+    real_import = importlib.import_module
+
+    def import_module(name, package=None):
+        t0 = time.monotonic()
+        module = real_import(name, package)
+        _spans.append([f"import {name}" if name.startswith("grader") else "student module imported",
+                       t0, time.monotonic()])
+        if not name.startswith("grader"):
+            for attr in dir(module):        # the student's own functions: their time alone
+                fn = getattr(module, attr)
+                if callable(fn) and getattr(fn, "__module__", None) == name:
+                    _timed(module, attr, "call: the student's function")
+        return module
+    importlib.import_module = import_module
+    _timed(wire, "dumps", "wire: encode (child)")
+    _timed(wire, "loads", "wire: decode (child)")
+    real_send = wire.send
+
+    def send(sock, obj):
+        t0 = time.monotonic()
+        if isinstance(obj, dict):       # spans so far travel in the reply the child sends anyway
+            obj = {**obj, TRACE_KEY: [s for s in _spans]}
+            _spans.clear()
+        real_send(sock, obj)
+        _spans.append(["wire: send (child, encode included)", t0, time.monotonic()])
+    wire.send = send
+    zygote.main(control_fd)
+
+
+# --------------------------------------------------------------------------------- parent side
+def _install_parent(runs: list[list]) -> None:
+    """Wrappers in this process; every child's spans are added to the current run's."""
+    import subprocess
+
+    from grader.pipeline import engine, imports, run
+    from grader.sandbox import cgroups, provision, runner, wire
+
+    real_popen = subprocess.Popen
+    entry = "from grader.sandbox.zygote import main"
+
+    def popen(argv, *args, **kwargs):       # the same zygote command, with the child-side instruments
+        code = argv[-1] if argv and isinstance(argv[-1], str) else ""
+        if entry in code:
+            argv = [*argv[:-1], code.replace(entry, f"sys.path.append({HERE!r}); "
+                                                    "from sandbox_breakdown import probe_zygote as main")]
+        return real_popen(argv, *args, **kwargs)
+    runner.subprocess.Popen = popen
+    for owner in (run, imports):
+        _timed(owner, "make_workdir", "parent: child folder made")
+        _timed(owner, "copy_submission", "parent: student files copied")
+        _timed(owner, "remove_workdir", "parent: child folder removed")
+    _timed(engine, "load_submission", "parent: submission read")
+    _timed(engine, "remove_stale_workdirs", "parent: stale folders swept")
+    _timed(engine.static, "forbidden_hits", "parent: static scan")
+    _timed(engine, "build_cases", "parent: cases built")
+    _timed(engine, "references", "parent: references computed")
+    _timed(imports, "_try_import", "import check: a whole child (open to close)")
+    _timed(provision, "chown_tree", "parent: folder given to the private uid")
+    _timed(provision, "read_paths", "parent: Landlock read paths listed")
+    _timed(provision, "world_readable", "parent: read paths checked world-readable")
+    _timed(cgroups, "for_child", "parent: control group created")
+    _timed(runner.socket, "send_fds", "parent: request sent to the zygote")
+    _timed(runner.Sandbox, "open", "open: request to ready child (parent's wait)")
+    _timed(runner.Session, "call", "call: round trip (parent)")
+    _timed(runner.Session, "close", "teardown: close (exit, kill, group, uid sweep)")
+    _timed(runner.Session, "kill", "teardown: kill (signals and waits)")
+    _timed(cgroups.Group, "remove", "teardown: control group frozen, killed, removed")
+    _timed(runner, "_kill_uid", "teardown: sweep of /proc for the private uid")
+    _timed(runner.time, "sleep", "time.sleep() in the parent (waiting)")
+    _timed(run, "judge", "parent: judge (compare, mistakes)")
+    _timed(wire, "dumps", "wire: encode (parent)")
+    _timed(wire, "loads", "wire: decode (parent)")
+    real_recv = wire.recv
+
+    def recv(*args, **kwargs):
+        got = real_recv(*args, **kwargs)
+        if isinstance(got, dict) and TRACE_KEY in got:
+            runs[-1].extend(got.pop(TRACE_KEY))
+        return got
+    wire.recv = recv
+
+
+def _bare(exercise: str, repeat: int) -> dict[str, float]:
+    """The same steps without the sandbox, in seconds (medians)."""
+    import importlib.util
+    import statistics
+    import subprocess
+    import tempfile
+
+    from grader.catalog import catalog
+    from grader.pipeline.engine import build_cases, references
+    from grader.sandbox import wire
+
+    spec = catalog()[exercise]
+    cases = build_cases(spec, None)
+    fork_code = ("import os, time, statistics\nts = []\nfor _ in range(%d):\n    t0 = time.monotonic()\n"
+                 "    pid = os.fork()\n    if pid == 0: os._exit(0)\n    os.waitpid(pid, 0)\n"
+                 "    ts.append(time.monotonic() - t0)\nprint(statistics.median(ts))" % repeat)
+    fork_bare = float(subprocess.run([sys.executable, "-I", "-c", fork_code], capture_output=True, text=True).stdout)
+    fork_torch = float(subprocess.run([sys.executable, "-I", "-c", "import torch\n" + fork_code],
+                                      capture_output=True, text=True).stdout)
+    source = open(os.path.join(ROOT, "solutions", f"{spec.module}.py"), encoding="utf-8").read()
+    folder = tempfile.mkdtemp(prefix="breakdown-")
+    path = os.path.join(folder, f"{spec.module}.py")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(source)
+    times, sys.dont_write_bytecode = [], True
+    for i in range(repeat):
+        t0 = time.monotonic()
+        loader = importlib.util.spec_from_file_location(f"bare_{spec.module}_{i}", path)
+        module = importlib.util.module_from_spec(loader)
+        loader.loader.exec_module(module)
+        times.append(time.monotonic() - t0)
+    fn = getattr(module, spec.function)
+    refs = references(spec, cases)
+
+    def median(f) -> float:
+        out = []
+        for _ in range(repeat):
+            t0 = time.monotonic()
+            f()
+            out.append(time.monotonic() - t0)
+        return statistics.median(out)
+    return {"fork bare": fork_bare,
+            "fork with torch": fork_torch,
+            "student module imported": statistics.median(times),
+            "call: the student's function": median(lambda: [fn(*c.args, **c.kwargs) for c in cases]) / len(cases),
+            "wire: a reply encoded and decoded": median(lambda: [wire.loads(wire.dumps(r)) for r in refs]) / len(cases),
+            "cases": len(cases)}
+
+
+ORDER = [  # (label, what "bare" is, key of the bare figure or None), in the order a grade does them
+    ("parent: stale folders swept", "", None), ("parent: submission read", "", None),
+    ("parent: static scan", "", None),
+    ("import check: a whole child (open to close)", "", None),
+    ("parent: cases built", "", None), ("parent: references computed", "", None),
+    ("parent: child folder made", "", None), ("parent: student files copied", "", None),
+    ("parent: folder given to the private uid", "", None), ("parent: control group created", "", None),
+    ("parent: Landlock read paths listed", "", None), ("parent: read paths checked world-readable", "", None),
+    ("parent: request sent to the zygote", "", None),
+    ("open: request to ready child (parent's wait)", "", None),
+    ("zygote: request received", "", None),
+    ("fork: zygote -> child running", "fork of a Python without torch", "fork bare"),
+    ("confinement, all layers", "", None),
+    ("control group: join", "", None), ("own session and process group", "", None),
+    ("rlimit: read VmSize", "", None), ("rlimit: address space", "", None), ("rlimit: file size", "", None),
+    ("rlimit: core dumps", "", None), ("network namespace", "", None), ("IPC namespace", "", None),
+    ("rlimit: processes", "", None), ("private uid, capabilities dropped", "", None),
+    ("Landlock ruleset built and applied", "", None), ("ctypes.CDLL(None)", "", None),
+    ("trusted substitutes imported", "", None), ("torch thread count", "", None),
+    ("torch.manual_seed", "", None), ("tripwires installed", "", None),
+    ("student module imported", "imported here, torch loaded", "student module imported"),
+    ("call: round trip (parent)", "", None),
+    ("call: in the child (snapshot, nets, function)", "", None),
+    ("call: the student's function", "called directly, per case", "call: the student's function"),
+    ("wire: encode (parent)", "", None), ("wire: decode (child)", "", None),
+    ("wire: encode (child)", "reply encoded+decoded here, per case", "wire: a reply encoded and decoded"),
+    ("wire: send (child, encode included)", "", None), ("wire: decode (parent)", "", None),
+    ("parent: judge (compare, mistakes)", "", None),
+    ("teardown: close (exit, kill, group, uid sweep)", "", None),
+    ("teardown: kill (signals and waits)", "", None), ("time.sleep() in the parent (waiting)", "", None),
+    ("teardown: control group frozen, killed, removed", "", None),
+    ("teardown: sweep of /proc for the private uid", "", None),
+    ("parent: child folder removed", "", None),
+]
+
+
+def main() -> int:
+    import argparse
+    import statistics
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--exercise", default="attention.causal_mask")
+    args = parser.parse_args()
+    sys.path.insert(0, ROOT)
+    runs: list[list] = [[]]
+    _install_parent(runs)
+    from grader.catalog import catalog
+    from grader.config import load_config
+    from grader.pipeline.engine import grade, limits_from
+    from grader.sandbox.runner import Sandbox
+
+    config = load_config(os.path.join(ROOT, "autograde.toml"), env={})
+    spec = catalog()[args.exercise]
+    load = os.getloadavg()[0]
+    totals = []
+    with Sandbox(limits_from(config)) as sandbox:
+        grade(os.path.join(ROOT, "solutions"), [spec], config, sandbox=sandbox)       # warm the zygote
+        for _ in range(args.runs):
+            _spans.clear()
+            runs.append([])
+            t0 = time.monotonic()
+            result = grade(os.path.join(ROOT, "solutions"), [spec], config, sandbox=sandbox)
+            totals.append(time.monotonic() - t0)
+            runs[-1].extend(_spans)
+            assert result.exercises[0].points == result.exercises[0].max_points, result.exercises[0].message
+    bare = _bare(args.exercise, max(args.runs, 10))
+    per_run = [{} for _ in runs[1:]]
+    for sums, spans in zip(per_run, runs[1:]):
+        for label, t0, t1 in spans:
+            sums[label] = sums.get(label, 0.0) + (t1 - t0)
+    children = [sum(1 for s in spans if s[0] == "fork: zygote -> child running") for spans in runs[1:]]
+    calls = [sum(1 for s in spans if s[0] == "call: round trip (parent)") for spans in runs[1:]]
+    print(f"{args.exercise} graded {args.runs} times on {os.cpu_count()} CPUs (load average {load:.1f}); "
+          f"one grade = {statistics.median(children):g} children, {statistics.median(calls):g} calls "
+          f"({bare['cases']} cases)\nmedian per grade; 'per' is per child or per call\n")
+    print(f"  {'step':<50} {'sandboxed':>10} {'per':>9}   {'bare':>9}  what bare is")
+    seen = set()
+    for label, what, key in ORDER + [(lbl, "", None) for r in per_run for lbl in r]:
+        if label in seen or not any(label in r for r in per_run):
+            continue
+        seen.add(label)
+        total = statistics.median(r.get(label, 0.0) for r in per_run)
+        count = statistics.median(sum(1 for s in spans if s[0] == label) for spans in runs[1:])
+        per = f"{total / count * 1e3:7.2f}ms" if count > 1 else ""
+        shown = f"{bare[key] * 1e3:7.2f}ms" if key else f"{'-':>9}"
+        top = label.startswith(("parent", "open", "import check", "teardown: close", "call: round"))
+        indent = "" if top else "  "
+        print(f"  {indent + label:<50} {total * 1e3:8.2f}ms {per:>9}   {shown}  {what}")
+    print(f"\n  {'one grade of the exercise, end to end':<50} {statistics.median(totals) * 1e3:8.2f}ms")
+    print(f"  (a fork of a Python with torch imported, bare: {bare['fork with torch'] * 1e3:.2f} ms; "
+          f"load average now {os.getloadavg()[0]:.1f})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
