@@ -88,6 +88,9 @@ class Config:
     path: str = ""                      # where it was read from ("" = defaults only)
     root: str = "."                     # folder of autograde.toml: relative paths start here
     extra: Mapping[str, Any] = field(default_factory=dict)   # sections owned by other stages
+    # [deadline] (grader.deadlines.config.DeadlinePolicy), None: no due date. Not in `extra`: a due
+    # date changes the penalty, never the raw grade, so changing it regrades nothing.
+    deadline: Any = None
 
     def exercise(self, exercise_id: str) -> ExerciseConfig:
         return self.exercises.get(exercise_id, ExerciseConfig())
@@ -123,11 +126,12 @@ LIMITS: dict[str, tuple[Any, str]] = {
 # Sections other stages validate themselves: section -> "module:function(body, source) -> value",
 # imported only when the section is present (so reading the config stays cheap).
 EXTRA_SECTIONS: dict[str, str] = {"performance": "grader.timing.config:parse_section"}
+DEADLINE_SECTION = "grader.deadlines.config:parse_section"     # [deadline] -> Config.deadline
 
 
 def _section_parser(section: str):
     import importlib
-    module, _, function = EXTRA_SECTIONS[section].partition(":")
+    module, _, function = (DEADLINE_SECTION if section == "deadline" else EXTRA_SECTIONS[section]).partition(":")
     return getattr(importlib.import_module(module), function)
 
 
@@ -167,6 +171,7 @@ def load_config(path: str | None = None, env: Mapping[str, str] | None = None,
     values: dict[str, Any] = {}
     exercises: dict[str, ExerciseConfig] = {}
     extra: dict[str, Any] = {}
+    deadline = None
     for section, body in data.items():
         if section == "exercises":
             exercises = _exercises(body, src, known_exercises)
@@ -174,8 +179,11 @@ def load_config(path: str | None = None, env: Mapping[str, str] | None = None,
         if section in EXTRA_SECTIONS:
             extra[section] = _section_parser(section)(body, src)
             continue
+        if section == "deadline":
+            deadline = _section_parser(section)(body, src)
+            continue
         if section not in SCHEMA:
-            known = [*SCHEMA, "exercises", *EXTRA_SECTIONS]
+            known = [*SCHEMA, "exercises", *EXTRA_SECTIONS, "deadline"]
             raise ConfigError(f"{src}: unknown section [{section}]{_suggest(section, known)}")
         if not isinstance(body, dict):
             raise ConfigError(f"{src}: [{section}] must be a table")
@@ -184,7 +192,7 @@ def load_config(path: str | None = None, env: Mapping[str, str] | None = None,
                 raise ConfigError(f"{src}: unknown key '{key}' in [{section}]{_suggest(key, SCHEMA[section])}; "
                                   f"known keys: {', '.join(SCHEMA[section])}")
             values[_FIELD.get((section, key), key)] = _value(section, key, value, f"{src}: [{section}] {key}")
-    cfg = Config(**values, exercises=exercises, extra=extra, path=path or "",
+    cfg = Config(**values, exercises=exercises, extra=extra, deadline=deadline, path=path or "",
                  root=os.path.dirname(os.path.abspath(path)) if path else os.getcwd())
     seed = env.get(cfg.seed_env)
     if seed:

@@ -13,10 +13,15 @@ status), so its zeros are no grade, and the next run grades it again.
 
 Tables:
   runs         one row per `grader batch` invocation
-  submissions  one row per student: hashes, score, state, the whole result as JSON
+  submissions  one row per student: hashes, the raw score, the late penalty and the final score
+               (grader.deadlines; penalty 0 and final = raw without a [deadline]), state, the whole
+               result as JSON
   exercises    one row per (student, exercise): status, points, diagnosis and its fingerprint
   performance  one row per (student, exercise, timed check): ratio and threshold
   events       append-only: one row per result recorded (which run graded whom)
+
+Schema versions: 1 had no penalty columns; opening a version-1 gradebook adds them (penalty 0,
+final score = raw score, lateness not yet assessed), in the same transaction that bumps the version.
 """
 from __future__ import annotations
 
@@ -26,9 +31,10 @@ import time
 from dataclasses import dataclass
 from typing import Iterator
 
+from grader.deadlines.policy import Lateness
 from grader.results import SubmissionResult, from_dict, to_dict
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
@@ -52,7 +58,10 @@ CREATE TABLE IF NOT EXISTS submissions (
     seconds REAL NOT NULL,
     result TEXT NOT NULL,            -- to_dict(SubmissionResult) as JSON (Python's dialect: inf is Infinity)
     run_id INTEGER NOT NULL REFERENCES runs(id),
-    graded_at TEXT NOT NULL
+    graded_at TEXT NOT NULL,
+    penalty REAL NOT NULL DEFAULT 0,  -- late penalty in points (grader.deadlines)
+    final_score REAL,                -- score - penalty (the raw score until a penalty is assessed)
+    lateness TEXT                    -- Lateness as JSON (when, from which record), NULL without a [deadline]
 );
 CREATE TABLE IF NOT EXISTS exercises (
     student TEXT NOT NULL REFERENCES submissions(student) ON DELETE CASCADE,
@@ -87,6 +96,17 @@ CREATE TABLE IF NOT EXISTS events (
 """
 
 
+# version -> the statements that bring a gradebook of that version to the next one
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: ("ALTER TABLE submissions ADD COLUMN penalty REAL NOT NULL DEFAULT 0",
+        "ALTER TABLE submissions ADD COLUMN final_score REAL",
+        "ALTER TABLE submissions ADD COLUMN lateness TEXT",
+        "UPDATE submissions SET final_score = score"),
+}
+COLUMNS = ("student", "content_hash", "settings_hash", "path", "state", "score", "max_score", "message", "seconds",
+           "result", "run_id", "graded_at", "penalty", "final_score", "lateness")
+
+
 @dataclass(frozen=True)
 class Row:
     """A student's current row, as the batch's later stages read it."""
@@ -101,6 +121,14 @@ class Row:
     message: str
     seconds: float
     result: SubmissionResult
+    penalty: float = 0.0                 # late penalty, points
+    final_score: float | None = None     # None: as `score` (no penalty assessed)
+    late: Lateness | None = None         # None: no [deadline]
+
+    @property
+    def final(self) -> float:
+        """The score after any late penalty: what grades.csv, the LMS and the class report use."""
+        return self.score if self.final_score is None else self.final_score
 
 
 def fingerprint(diagnosis: str) -> str:
@@ -126,6 +154,11 @@ class Gradebook:
             found = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
             if found is None:
                 self.db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            elif int(found[0]) in MIGRATIONS:
+                for version in range(int(found[0]), SCHEMA_VERSION):
+                    for statement in MIGRATIONS[version]:
+                        self.db.execute(statement)
+                self.db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
             elif int(found[0]) != SCHEMA_VERSION:
                 raise RuntimeError(f"{path}: gradebook schema version {found[0]}, this grader writes "
                                    f"{SCHEMA_VERSION}; use a new --out folder")
@@ -160,9 +193,9 @@ class Gradebook:
         data = json.dumps(to_dict(result), sort_keys=True)
         with self.transaction():
             self.db.execute("DELETE FROM submissions WHERE student=?", (student,))
-            self.db.execute("INSERT INTO submissions VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            self.db.execute(f"INSERT INTO submissions ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})",
                             (student, content_hash, settings_hash, path, state, result.score, result.max_score,
-                             message, result.seconds, data, run_id, _now()))
+                             message, result.seconds, data, run_id, _now(), 0.0, result.score, None))
             self.db.executemany("INSERT INTO exercises VALUES (?,?,?,?,?,?,?,?,?)", [
                 (student, e.id, e.status.value, e.points, e.max_points, e.cases_passed, len(e.cases),
                  e.diagnosis, fingerprint(e.diagnosis)) for e in result.exercises])
@@ -172,13 +205,27 @@ class Gradebook:
             self.db.execute("INSERT INTO events (run_id, student, content_hash, state, at) VALUES (?,?,?,?,?)",
                             (run_id, student, content_hash, state, _now()))
 
+    def set_lateness(self, student: str, late: Lateness | None) -> None:
+        """Record the late verdict on a student's row: the penalty and final score beside the raw
+        score (None: no deadline, so no penalty). The raw result is never touched."""
+        with self.transaction():
+            if late is None:
+                self.db.execute("UPDATE submissions SET penalty=0, final_score=score, lateness=NULL WHERE student=?",
+                                (student,))
+            else:
+                self.db.execute("UPDATE submissions SET penalty=?, final_score=?, lateness=? WHERE student=?",
+                                (late.penalty, late.final_score, json.dumps(late.to_dict(), sort_keys=True),
+                                 student))
+
     def rows(self, students: list[str] | None = None) -> Iterator[Row]:
         """Current rows (of `students` only, when given), sorted by student id."""
         wanted = None if students is None else set(students)
         for r in self.db.execute("SELECT student, content_hash, settings_hash, path, state, score, max_score, "
-                                 "message, seconds, result FROM submissions ORDER BY student"):
+                                 "message, seconds, result, penalty, final_score, lateness FROM submissions "
+                                 "ORDER BY student"):
             if wanted is None or r[0] in wanted:
-                yield Row(*r[:9], result=from_dict(json.loads(r[9])))
+                late = Lateness.from_dict(json.loads(r[12])) if r[12] else None
+                yield Row(*r[:9], result=from_dict(json.loads(r[9])), penalty=r[10], final_score=r[11], late=late)
 
 
 class _Transaction:
