@@ -3,7 +3,8 @@
     students/<student>/results.json    Gradescope's format (grader.reports, "json")
     students/<student>/feedback.html   the HTML report, self-contained
     students/<student>/feedback.md     the Markdown report
-    grades.csv                         one row per student: total, then one column per exercise
+    grades.csv                         one row per student: final score (after any late penalty), the
+                                       raw score and the penalty, then one column per exercise
 
 Every file is written to a temporary name and renamed, so a killed batch never leaves half a
 file. Feedback is the student's view (grader.frontends.batch.redact) when hidden cases ran.
@@ -15,6 +16,8 @@ import io
 import os
 import tempfile
 
+from grader.deadlines.policy import Lateness
+from grader.deadlines.view import penalised
 from grader.frontends.batch.discover import folder_name
 from grader.frontends.batch.gradebook import Row
 from grader.frontends.batch.redact import student_view
@@ -22,8 +25,10 @@ from grader.reports import render
 from grader.results import SubmissionResult
 
 STUDENT_FILES = ("results.json", "feedback.html", "feedback.md")
-# nbgrader's export names where one exists (student_id, score, max_score), then ours.
-CSV_HEAD = ("student_id", "assignment", "score", "max_score", "state")
+# nbgrader's export names where one exists (student_id, score, max_score, raw_score,
+# late_submission_penalty: `score` is after the penalty), then ours.
+CSV_HEAD = ("student_id", "assignment", "score", "max_score", "state", "raw_score", "late_submission_penalty",
+            "submitted_at", "lateness")
 
 
 def write_atomic(path: str, text: str) -> None:
@@ -44,10 +49,12 @@ def student_dir(out: str, student: str) -> str:
     return os.path.join(out, "students", folder_name(student))
 
 
-def write_student(out: str, student: str, result: SubmissionResult, visibility: str) -> str:
-    """Write the three feedback files of one student; returns their folder."""
+def write_student(out: str, student: str, result: SubmissionResult, visibility: str,
+                  late: Lateness | None = None) -> str:
+    """Write the three feedback files of one student (with the late verdict, when there is one);
+    returns their folder."""
     folder = student_dir(out, student)
-    view = student_view(result)
+    view = penalised(student_view(result), late)
     write_atomic(os.path.join(folder, "results.json"), render(view, "json", visibility=visibility))
     write_atomic(os.path.join(folder, "feedback.html"), render(view, "html"))
     write_atomic(os.path.join(folder, "feedback.md"), render(view, "md"))
@@ -65,7 +72,10 @@ def grades_csv(rows: list[Row], exercise_ids: list[str], assignment: str = "") -
     writer.writerow([*CSV_HEAD, *exercise_ids])
     for row in rows:
         points = {e.id: e.points for e in row.result.exercises}
-        writer.writerow([row.student, assignment, _num(row.score), _num(row.max_score), row.state,
+        late = row.late
+        writer.writerow([row.student, assignment, _num(row.final), _num(row.max_score), row.state,
+                         _num(row.score), _num(row.penalty), late.submitted_at if late else "",
+                         late.status.value if late else "",
                          *(_num(points[i]) if i in points else "" for i in exercise_ids)])
     return buf.getvalue()
 

@@ -26,7 +26,7 @@ from typing import TextIO
 
 from grader import __version__
 from grader.pipeline import scoring
-from grader.frontends.batch import class_report, outputs
+from grader.frontends.batch import class_report, late, outputs
 from grader.frontends.batch.discover import Entry, content_hash, discover
 from grader.frontends.batch.gradebook import Gradebook, Row
 from grader.frontends.batch.progress import Progress
@@ -97,6 +97,7 @@ def run_batch(options: Options, config: Config, stream: TextIO | None = None) ->
     """Grade a class (see the module docstring for the steps); results are committed as they come."""
     start = time.monotonic()
     export = _check_nbgrader(options)
+    deadline = late.prepare(config)      # [deadline] and its CSVs, checked before grading (batch/late.py)
     specs = select(list(options.names))
     ids = [s.id for s in specs]
     out = os.path.abspath(options.out)
@@ -127,7 +128,9 @@ def run_batch(options: Options, config: Config, stream: TextIO | None = None) ->
             Pool(jobs, ids, config, options.exercise_jobs).run(list(tasks), lambda d: recorder.done(d, *tasks[d.task]))
         recorder.progress.finish()
         rows = list(book.rows([e.student for e in found.entries]))
-        _finish(out, rows, ids, config, options, found.notes)
+        rows = late.settle(deadline, book, rows, out, config.visibility)     # late penalties: raw, penalty, final
+        summary.notes.extend(late.notes(deadline, rows))
+        _finish(out, rows, ids, config, options, [*found.notes, *late.notes(deadline, rows)])
         book.end_run(recorder.run_id)
         if export is not None:
             summary.notes.append(_export(export, options, rows))
@@ -221,7 +224,7 @@ def _plan(entries, book: Gradebook, settings: str, force: bool, summary: Summary
 def _finish(out: str, rows: list[Row], ids: list[str], config: Config, options: Options, notes) -> None:
     for row in rows:        # a run killed between its commit and its files leaves some missing
         if outputs.missing_files(out, row.student):
-            outputs.write_student(out, row.student, row.result, config.visibility)
+            outputs.write_student(out, row.student, row.result, config.visibility, row.late)
     outputs.write_atomic(os.path.join(out, "grades.csv"), outputs.grades_csv(rows, ids, options.assignment or ""))
     stats = class_report.class_stats(rows)
     title = config.course_name + (f" — {options.assignment}" if options.assignment else "")
