@@ -226,10 +226,11 @@ def _bare(exercise: str, repeat: int) -> dict[str, float]:
             f()
             out.append(time.monotonic() - t0)
         return statistics.median(out)
+    direct = None if spec.driver else median(lambda: [fn(*c.args, **c.kwargs) for c in cases]) / len(cases)
     return {"fork bare": fork_bare,
             "fork with torch": fork_torch,
             "student module imported": statistics.median(times),
-            "call: the student's function": median(lambda: [fn(*c.args, **c.kwargs) for c in cases]) / len(cases),
+            "call: the student's function": direct,       # a driver's cases are not plain calls
             "wire: a reply encoded and decoded": median(lambda: [wire.loads(wire.dumps(r)) for r in refs]) / len(cases),
             "cases": len(cases)}
 
@@ -319,7 +320,7 @@ def main() -> int:
         total = statistics.median(r.get(label, 0.0) for r in per_run)
         count = statistics.median(sum(1 for s in spans if s[0] == label) for spans in runs[1:])
         per = f"{total / count * 1e3:7.2f}ms" if count > 1 else ""
-        shown = f"{bare[key] * 1e3:7.2f}ms" if key else f"{'-':>9}"
+        shown = f"{bare[key] * 1e3:7.2f}ms" if key and bare[key] is not None else f"{'-':>9}"
         top = label.startswith(("parent", "open", "import check", "teardown: close", "call: round"))
         indent = "" if top else "  "
         print(f"  {indent + label:<50} {total * 1e3:8.2f}ms {per:>9}   {shown}  {what}")
