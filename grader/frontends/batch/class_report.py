@@ -77,6 +77,7 @@ class ClassStats:
     performance: tuple[PerfStats, ...] = ()
     full_marks: int = 0
     grader_faults: tuple[str, ...] = ()     # students whose row the grader failed on (no grade yet)
+    late: tuple[Row, ...] = ()              # rows late, past the cut-off or without a submission time ([deadline])
     heatmap: tuple[tuple[str, ...], tuple[tuple[float, ...], ...]] = field(default=((), ()))
 
     @property
@@ -122,12 +123,12 @@ def class_stats(rows: list[Row]) -> ClassStats:
                 for (ex, fp), names in ranked)
     return ClassStats(
         students=len(rows), max_score=max((r.max_score for r in rows), default=0.0),
-        scores=tuple(r.score for r in rows), states=dict(Counter(r.state for r in rows)),
+        scores=tuple(r.final for r in rows), states=dict(Counter(r.state for r in rows)),
         exercises=exercises, mistakes=top, troubles=tuple(troubles),
         performance=tuple(_perf(ex, name, ps) for (ex, name), ps in perf.items() if any(p.ratio for p in ps)),
-        full_marks=sum(1 for r in rows if r.max_score and r.score >= r.max_score),
+        full_marks=sum(1 for r in rows if r.max_score and r.final >= r.max_score),
         grader_faults=tuple(r.student for r in rows if r.state == "grader_error"),
-        heatmap=_heatmap(rows, ids))
+        heatmap=_heatmap(rows, ids), late=tuple(r for r in rows if r.late is not None and r.late.flagged))
 
 
 def _first_line(exercises) -> str:
