@@ -94,3 +94,50 @@ def test_overrides_without_a_flag_name_the_key_and_good_ones_apply():
         load_config(None, env={}, overrides={"timeout": 3})
     cfg = load_config(None, env={}, overrides={"call_timeout": 2, "jobs": 0, "formats": ("junit",), "color": None})
     assert (cfg.call_timeout, cfg.jobs, cfg.formats, cfg.color) == (2.0, 0, ("junit",), "auto")
+
+
+# ---------------------------------------------------------------- [deadline] (grader.deadlines.config)
+DEADLINE = '[deadline]\ndue = 2026-03-02T12:00:00+01:00\nsource = "nbgrader"\n'
+
+
+def test_a_deadline_table_loads_with_its_defaults_and_is_no_grading_setting(tmp_path):
+    cfg = load_config(write(tmp_path, DEADLINE + "penalty_percent = 10\ngrace_minutes = 15\n"), env={})
+    d = cfg.deadline
+    assert d.due.isoformat() == "2026-03-02T12:00:00+01:00" and d.source.value == "nbgrader"
+    assert (d.penalty_percent, d.grace_minutes, d.max_penalty_percent, d.cutoff_hours) == (10.0, 15.0, 100.0, None)
+    assert d.missing_time.value == "no_penalty" and d.penalty_per.value == "day"
+    assert "deadline" not in cfg.extra          # so a changed due date regrades nothing (batch settings hash)
+    assert load_config(None, env={}).deadline is None
+
+
+def test_a_local_due_date_takes_the_timezone_daylight_saving_included(tmp_path):
+    text = '[deadline]\ndue = "2026-07-01T12:00"\ntimezone = "Europe/Berlin"\nsource = "git"\n'
+    assert load_config(write(tmp_path, text), env={}).deadline.due.isoformat() == "2026-07-01T12:00:00+02:00"
+    text = '[deadline]\ndue = 2026-01-05T09:30:00\ntimezone = "America/New_York"\nsource = "git"\n'
+    assert load_config(write(tmp_path, text), env={}).deadline.due.isoformat() == "2026-01-05T09:30:00-05:00"
+
+
+@pytest.mark.parametrize("text,fragment", [
+    (DEADLINE + "grace = 5\n", r"unknown key 'grace' in \[deadline\] \(did you mean 'grace_minutes'\?\)"),
+    ('[deadline]\ndue = "2026-03-02T12:00"\nsource = "git"\n',
+     r"\[deadline\] due: 2026-03-02T12:00 has no UTC offset: write it with one .* or set \[deadline\] timezone"),
+    ('[deadline]\ndue = "next friday"\nsource = "git"\n', "is not an ISO 8601 date and time: write it as"),
+    ('[deadline]\ndue = 2026-03-02\nsource = "git"\n', "has no time of day: write 2026-03-02T23:59:00"),
+    (DEADLINE + 'timezone = "Europe/Berln"\n', "unknown time zone 'Europe/Berln' \\(did you mean 'Europe/Berlin'"),
+    (DEADLINE + "penalty_percent = 150\n", r"penalty_percent: 150 must be a finite number, between 0 and 100"),
+    (DEADLINE + 'penalty_percent = "10%"\n', "penalty_percent: expected a number, got '10%'"),
+    (DEADLINE + "grace_minutes = -5\n", "grace_minutes: -5 must be a finite number, 0 or more"),
+    (DEADLINE + 'penalty_per = "week"\n', "'week' is not one of hour, day"),
+    ('[deadline]\ndue = 2026-03-02T12:00:00Z\nsource = "nbgrdr"\n', "is not one of .*did you mean 'nbgrader'"),
+    ('[deadline]\ndue = 2026-03-02T12:00:00Z\n', r"\[deadline\] needs source \(source = \"nbgrader\"\)"),
+    ('[deadline]\nsource = "git"\n', r"\[deadline\] needs due \(due = 2026-03-02T12:00:00\+01:00\)"),
+    ('[deadline]\ndue = 2026-03-02T12:00:00Z\nsource = "csv"\n', 'source = "csv" needs times_csv'),
+    (DEADLINE + 'times_csv = "t.csv"\n', 'is read only with source = "csv"'),
+    (DEADLINE + "grace_minutes = 90\ncutoff_hours = 1\n", "cutoff_hours: 1 h ends within the 90-minute grace"),
+    (DEADLINE + 'missing_time = "ignore"\n', "is not one of no_penalty, max_penalty, zero"),
+    ("[deadlines]\n", r"unknown section \[deadlines\] \(did you mean 'deadline'\?\)"),
+])
+def test_bad_deadline_values_name_the_key_and_the_fix(tmp_path, text, fragment):
+    with pytest.raises(ConfigError, match=fragment) as e:
+        load_config(write(tmp_path, text), env={})
+    assert str(tmp_path) in str(e.value)

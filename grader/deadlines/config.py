@@ -124,6 +124,13 @@ def show(at: datetime, policy: DeadlinePolicy) -> str:
     return local.strftime("%Y-%m-%d %H:%M ") + (f"{offset[:3]}:{offset[3:]}" if offset else "UTC")
 
 
+def _suggest(word: str, options) -> str:
+    """ (did you mean 'x'?) for a close spelling, or a key that begins with the word (grace -> grace_minutes)."""
+    options = list(options)
+    close = difflib.get_close_matches(word, options, n=1) or [o for o in options if o.startswith(word)][:1]
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
 def _fail(src: str, key: str, message: str) -> ConfigError:
     return ConfigError(f"{src}: [{SECTION}] {key}: {message} — {KEYS[key][2]}")
 
@@ -139,9 +146,7 @@ def _value(key: str, value: Any, src: str) -> Any:
     if key in CHOICES:
         kinds = [k.value for k in CHOICES[key]]
         if value not in kinds:
-            close = difflib.get_close_matches(value, kinds, n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
-            raise _fail(src, key, f"{value!r} is not one of {', '.join(kinds)}{hint}")
+            raise _fail(src, key, f"{value!r} is not one of {', '.join(kinds)}{_suggest(value, kinds)}")
         return CHOICES[key](value)
     if key in RANGES:
         test, limit = RANGES[key]
@@ -158,9 +163,8 @@ def parse_section(body: Any, src: str) -> DeadlinePolicy:
     values: dict[str, Any] = {}
     for key, value in body.items():
         if key not in KEYS:
-            close = difflib.get_close_matches(key, list(KEYS), n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
-            raise ConfigError(f"{src}: unknown key '{key}' in [{SECTION}]{hint}; known keys: {', '.join(KEYS)}")
+            raise ConfigError(f"{src}: unknown key '{key}' in [{SECTION}]{_suggest(key, KEYS)}; "
+                              f"known keys: {', '.join(KEYS)}")
         values[key] = _value(key, value, src)
     for key in ("due", "source"):
         if key not in values:
