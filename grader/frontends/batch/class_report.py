@@ -152,7 +152,9 @@ def _heatmap(rows: list[Row], ids: list[str]):
     return tuple(r.student for r in ordered), tuple(grid)
 
 
-def render(stats: ClassStats, title: str, settings: dict, notes: list[str] | tuple[str, ...] = ()) -> str:
+def render(stats: ClassStats, title: str, settings: dict, notes: list[str] | tuple[str, ...] = (),
+           links: tuple[tuple[str, str], ...] = ()) -> str:
+    """`links`: (href relative to the report, label) of other pages of the batch (the similarity check)."""
     ids = [e.id for e in stats.exercises]
     images = dict.fromkeys(("histogram", "pass_rates", "heatmap", "performance"), "")
     if stats.students:
@@ -165,4 +167,4 @@ def render(stats: ClassStats, title: str, settings: dict, notes: list[str] | tup
             [p.threshold for p in stats.performance])
     return template("class_report.html.j2").render(s=stats, images=images, title=title, settings=settings,
                        notes=list(notes), generated=time.strftime("%Y-%m-%d %H:%M"),
-                       max_mistakes=MAX_MISTAKES)
+                       max_mistakes=MAX_MISTAKES, links=list(links))

@@ -47,6 +47,7 @@ class Options:
     force: bool = False
     assignment: str | None = None
     nbgrader_db: str | None = None
+    similarity: bool = False            # also compare the submissions' code (grader similarity), after grading
     # Exercises at once within a worker. An exercise's time is mostly waiting on its child (start,
     # replies, teardown), not CPU: on 2 cores, 2 workers x 2 grade 1.3x faster than 2 x 1
     # (benchmarks/batch_throughput.py; 263-280 vs 343-371 submissions/min), 2 x 3 no faster than 2 x 2.
@@ -130,7 +131,8 @@ def run_batch(options: Options, config: Config, stream: TextIO | None = None) ->
         rows = list(book.rows([e.student for e in found.entries]))
         rows = late.settle(deadline, book, rows, out, config.visibility)     # late penalties: raw, penalty, final
         summary.notes.extend(late.notes(deadline, rows))
-        _finish(out, rows, ids, config, options, [*found.notes, *late.notes(deadline, rows)])
+        links = _similarity(out, options, specs, config, summary) if options.similarity else ()
+        _finish(out, rows, ids, config, options, [*found.notes, *late.notes(deadline, rows)], links)
         book.end_run(recorder.run_id)
         if export is not None:
             summary.notes.append(_export(export, options, rows))
@@ -221,7 +223,16 @@ def _plan(entries, book: Gradebook, settings: str, force: bool, summary: Summary
     return todo
 
 
-def _finish(out: str, rows: list[Row], ids: list[str], config: Config, options: Options, notes) -> None:
+def _similarity(out: str, options: Options, specs, config: Config, summary: Summary) -> tuple:
+    """The similarity section (grader.frontends.commands.similarity): its line in the summary, its link."""
+    from grader.frontends.commands.similarity import batch_section
+    link, line = batch_section(options.submissions, out, dict.fromkeys(s.module for s in specs), config,
+                               options.assignment)
+    summary.notes.append(line)
+    return ((link, "Code similarity: pairs of submissions to review side by side"),) if link else ()
+
+
+def _finish(out: str, rows: list[Row], ids: list[str], config: Config, options: Options, notes, links=()) -> None:
     for row in rows:        # a run killed between its commit and its files leaves some missing
         if outputs.missing_files(out, row.student):
             outputs.write_student(out, row.student, row.result, config.visibility, row.late)
@@ -231,7 +242,8 @@ def _finish(out: str, rows: list[Row], ids: list[str], config: Config, options: 
     shown = {"exercises": ", ".join(ids) if len(ids) <= 6 else f"{len(ids)} exercises",
              "hidden cases": "yes" if config.secret_seed is not None else "no",
              "call timeout": f"{config.call_timeout:g} s", "memory": f"{config.memory_mb} MiB"}
-    outputs.write_atomic(os.path.join(out, "class_report.html"), class_report.render(stats, title, shown, notes))
+    outputs.write_atomic(os.path.join(out, "class_report.html"), class_report.render(stats, title, shown, notes,
+                                                                                          links=links))
 
 
 def _state(result: SubmissionResult) -> str:

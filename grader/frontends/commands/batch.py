@@ -29,6 +29,8 @@ def register(sub) -> None:
     p.add_argument("--timeout", type=float, metavar="S", help="per-call time limit, seconds")
     p.add_argument("--assignment", metavar="NAME", help="nbgrader assignment name (picks submitted/<student>/NAME/)")
     p.add_argument("--nbgrader-db", metavar="PATH", help="also record the scores in this nbgrader gradebook")
+    p.add_argument("--similarity", action="store_true",
+                   help="also compare the students' code for shared code beyond the starter files (OUT/similarity/)")
     add_config_argument(p)
     p.set_defaults(func=run)
     p.__class__ = _Intermixed
@@ -58,7 +60,8 @@ def run(args) -> int:
         in_range("jobs", args.jobs, f"--jobs {args.jobs}", "submissions graded at once (0: one per CPU core)")
     config = config_from(args, call_timeout=args.timeout)
     options = Options(submissions=args.submissions, out=args.out, names=tuple(args.names), jobs=args.jobs or 0,
-                      force=args.force, assignment=args.assignment, nbgrader_db=args.nbgrader_db)
+                      force=args.force, assignment=args.assignment, nbgrader_db=args.nbgrader_db,
+                      similarity=args.similarity)
     try:
         summary = run_batch(options, config, sys.stderr)
     except (BatchError, FileNotFoundError) as e:
