@@ -100,7 +100,7 @@ def assess(policy: DeadlinePolicy, raw: float, max_score: float, recorded: Recor
     else:
         units = math.ceil(late / policy.penalty_per.seconds)
         status, percent = LateStatus.LATE, min(units * policy.penalty_percent, policy.max_penalty_percent)
-        how = f"{duration(late)} late ({due_text}): −{percent:g} %"
+        how = f"{duration(late)} late ({due_text}): " + (f"−{percent:g} %" if percent else "no penalty")
     penalty = round(raw, 4) if status is LateStatus.PAST_CUTOFF else _points(policy, raw, max_score, percent)
     return Lateness(status=status, penalty=penalty, final_score=round(raw - penalty, 4), percent=percent,
                     note=f"{said}, {how}", **common)
