@@ -88,3 +88,66 @@ def test_infinite_error_figures_round_trip(tmp_path):
     book.record(book.begin_run("s", [], 1, "t"), "alice", "p", "h", "s", "graded", r)
     (row,) = book.rows()
     assert row.result.exercises[0].cases[1].comparisons[0].max_abs_error == float("inf")
+
+
+# A gradebook as schema version 1 wrote it (before late penalties): the submissions table without
+# penalty, final_score and lateness.
+V1_SUBMISSIONS = """CREATE TABLE submissions (
+    student TEXT PRIMARY KEY, content_hash TEXT NOT NULL, settings_hash TEXT NOT NULL, path TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('graded', 'unreadable', 'grader_error')), score REAL NOT NULL,
+    max_score REAL NOT NULL, message TEXT NOT NULL, seconds REAL NOT NULL, result TEXT NOT NULL,
+    run_id INTEGER NOT NULL REFERENCES runs(id), graded_at TEXT NOT NULL)"""
+
+
+def test_a_version_1_gradebook_opens_and_keeps_its_rows(tmp_path):
+    from grader.deadlines.policy import Lateness, LateStatus
+    from grader.results import to_dict
+
+    path = str(tmp_path / "old.sqlite")
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    db.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+    db.execute("CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, started_at TEXT NOT NULL, finished_at TEXT, "
+               "settings_hash TEXT NOT NULL, exercises TEXT NOT NULL, jobs INTEGER NOT NULL, "
+               "grader_version TEXT NOT NULL)")
+    db.execute("INSERT INTO runs VALUES (1, 'then', 'then', 's1', '[]', 1, 'old')")
+    db.execute(V1_SUBMISSIONS)
+    db.execute("INSERT INTO submissions VALUES ('alice','h1','s1','p','graded',1.0,2.0,'',1.5,?,1,'then')",
+               (json.dumps(to_dict(result())),))
+    db.commit()
+    db.close()
+
+    book = Gradebook(path)
+    assert book.db.execute("SELECT value FROM meta").fetchone()[0] == "2"
+    (row,) = book.rows()
+    assert (row.student, row.score, row.penalty, row.final, row.late) == ("alice", 1.0, 0.0, 1.0, None)
+    assert book.current() == {"alice": ("h1", "s1", "graded")}        # so an unchanged submission stays skipped
+    late = Lateness(LateStatus.LATE, 1.0, 0.1, 0.9, 10.0, "submitted …, 3 h late: −10 %", "nbgrader timestamp.txt")
+    book.set_lateness("alice", late)
+    book.close()
+    (row,) = Gradebook(path).rows()                                   # opening again migrates nothing twice
+    assert (row.score, row.penalty, row.final, row.late) == (1.0, 0.1, 0.9, late)
+
+
+def test_a_newer_gradebook_is_refused_with_the_fix(tmp_path):
+    path = str(tmp_path / "new.sqlite")
+    Gradebook(path).close()
+    db = sqlite3.connect(path)
+    db.execute("UPDATE meta SET value='9' WHERE key='schema_version'")
+    db.commit()
+    db.close()
+    with pytest.raises(RuntimeError, match="schema version 9, this grader writes 2; use a new --out folder"):
+        Gradebook(path)
+
+
+def test_regrading_resets_the_penalty_until_it_is_assessed_again(tmp_path):
+    from grader.deadlines.policy import Lateness, LateStatus
+
+    book = Gradebook(str(tmp_path / "g.sqlite"))
+    run = book.begin_run("s1", [], 1, "test")
+    book.record(run, "alice", "p", "h1", "s1", "graded", result(points=2.0, status=Status.PASSED))
+    book.set_lateness("alice", Lateness(LateStatus.PAST_CUTOFF, 2.0, 2.0, 0.0, 100.0, "late", "csv"))
+    assert next(book.rows()).final == 0.0
+    book.record(run, "alice", "p", "h2", "s1", "graded", result(points=1.0))
+    (row,) = book.rows()
+    assert (row.score, row.penalty, row.final, row.late) == (1.0, 0.0, 1.0, None)
