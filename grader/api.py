@@ -1,6 +1,6 @@
 """The one call every front-end makes: a submission in, its result out.
 
-    grade(path, names=(), config=None, *, sandbox=None) -> SubmissionResult
+    grade(path, names=(), config=None, *, sandbox=None, cuda=None) -> SubmissionResult
     check_function(exercise_id, fn, config=None, **overrides) -> ExerciseResult
     load(config_path=None, *, overrides=None, env=None, flags=None) -> Config
     find_config(start=None) -> str | None
@@ -64,19 +64,21 @@ def load(config_path: str | None = None, *, overrides: Mapping[str, Any] | None 
 
 
 def grade(path: str | os.PathLike, names: Iterable[str] = (), config: Config | None = None, *,
-          sandbox: Sandbox | None = None) -> SubmissionResult:
+          sandbox: Sandbox | None = None, cuda: bool | None = None) -> SubmissionResult:
     """Grade the submission at `path` (folder, .zip, .py or .ipynb) in the sandbox.
 
     `names`: exercises (`attention.causal_mask`) or modules (`attention`), one or several;
     default every exercise; an unknown name raises SelectionError. `config` None: load().
     `sandbox`: a warm one to reuse across submissions (see sandbox()); by default one is
-    started and shut down for this call. A bad submission never raises: it is a result,
-    with its problems in `errors`.
+    started and shut down for this call. `cuda` False: performance checks are planned as on a
+    machine without CUDA (a batch on a cluster that does not wait for a GPU worker); None: this
+    machine decides. A bad submission never raises: it is a result, with its problems in `errors`.
     """
     from grader.catalog import select
     from grader.pipeline import engine
     specs = select([names] if isinstance(names, str) else list(names))
-    return engine.grade(os.fspath(path), specs, config if config is not None else load(), sandbox=sandbox)
+    return engine.grade(os.fspath(path), specs, config if config is not None else load(), sandbox=sandbox,
+                        cuda=cuda)
 
 
 def sandbox(config: Config, **limits: Any) -> Sandbox:

@@ -48,8 +48,9 @@ def limits_from(config: Config) -> Limits:
 
 
 def grade(submission_path: str, specs: list[ExerciseSpec], config: Config,
-          sandbox: Sandbox | None = None) -> SubmissionResult:
-    """Grade one submission (folder, .zip, .py or .ipynb). Never raises for a bad submission."""
+          sandbox: Sandbox | None = None, cuda: bool | None = None) -> SubmissionResult:
+    """Grade one submission (folder, .zip, .py or .ipynb). Never raises for a bad submission.
+    `cuda`: whether performance checks may use CUDA (None: whether this machine has it)."""
     start = time.monotonic()
     remove_stale_workdirs()     # the students' code a grader killed from outside left in the temp folder
     specs = [s for s in specs if config.exercise(s.id).enabled]
@@ -64,7 +65,7 @@ def grade(submission_path: str, specs: list[ExerciseSpec], config: Config,
         with threads.pinned(1):    # references are small; exercises already run side by side
             with ThreadPoolExecutor(max_workers=max(1, min(config.effective_jobs, len(specs)))) as pool:
                 exercises = tuple(pool.map(lambda s: _guarded(s, ctx), specs))
-            exercises = performance.run(exercises, specs, ctx)
+            exercises = performance.run(exercises, specs, ctx, cuda=cuda)
     finally:
         if own:
             sandbox.shutdown()

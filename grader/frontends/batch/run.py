@@ -5,8 +5,10 @@ Steps, in order:
   2. open the gradebook in --out; a student whose row matches this content and these settings is
      skipped (unless --force), except a `grader_error` row (the grader failed on the submission, or on
      one of its exercises: a grader fault), which is always graded again (grader.frontends.batch.gradebook);
-  3. grade the rest in warm workers, one Sandbox each (grader.frontends.batch.workers); as each result comes
-     back the parent writes the student's feedback files, then commits the row (grader.frontends.batch.outputs);
+  3. grade the rest with an executor (grader.frontends.batch.executors): warm local workers, one Sandbox each
+     (grader.frontends.batch.workers), or tasks on a Dask cluster (grader.frontends.batch.cluster); as each
+     result comes back the parent writes the student's feedback files, then commits the row
+     (grader.frontends.batch.outputs): the same code whichever executor graded it;
   4. rewrite any feedback file a killed run left missing, then grades.csv and class_report.html
      from the gradebook's rows (grader.frontends.batch.class_report);
   5. hand the scores to nbgrader's gradebook when asked (grader.frontends.notebooks.nbgrader_export, if installed).
@@ -21,7 +23,7 @@ import importlib.util
 import json
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TextIO
 
 from grader import __version__
@@ -30,10 +32,10 @@ from grader.frontends.batch import class_report, late, outputs
 from grader.frontends.batch.discover import Entry, content_hash, discover
 from grader.frontends.batch.gradebook import Gradebook, Row
 from grader.frontends.batch.progress import Progress
-from grader.frontends.batch.workers import BatchError, Done, Pool, Task
+from grader.frontends.batch.executors import BatchError, Done, Outcome, Task, choose, parse
 from grader.catalog import select
 from grader.config import Config
-from grader.results import Status, SubmissionResult, from_dict
+from grader.results import Status, SubmissionResult
 
 NBGRADER_MODULE = "grader.frontends.notebooks.nbgrader_export"
 
@@ -52,6 +54,10 @@ class Options:
     # replies, teardown), not CPU: on 2 cores, 2 workers x 2 grade 1.3x faster than 2 x 1
     # (benchmarks/batch_throughput.py; 263-280 vs 343-371 submissions/min), 2 x 3 no faster than 2 x 2.
     exercise_jobs: int = 2
+    scheduler: str | None = None        # tcp://HOST:PORT of a running Dask scheduler
+    cluster: str | None = None          # local:N: a Dask LocalCluster of N workers, started here
+    shared_fs: bool = False             # cluster workers read the submissions' paths (else: content travels)
+    no_wait_gpu: bool = False           # cluster: grade GPU performance checks' tasks anywhere, without CUDA
 
 
 @dataclass
@@ -75,14 +81,17 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
-def settings_hash(config: Config, exercise_ids: list[str]) -> str:
-    """What, besides the submission, decides its grade and feedback files."""
+def settings_hash(config: Config, exercise_ids: list[str], cuda: bool = True) -> str:
+    """What, besides the submission, decides its grade and feedback files (`cuda` False: graded
+    with --no-wait-gpu, whose rows a run that waits for GPU workers grades again)."""
     seed = None if config.secret_seed is None else hashlib.sha256(str(config.secret_seed).encode()).hexdigest()
     data = {"exercises": exercise_ids, "call_timeout": config.call_timeout, "memory_mb": config.memory_mb,
             "submission_timeout": config.submission_timeout, "output_kb": config.output_kb,
             "per_exercise": {k: vars(v) for k, v in sorted(config.exercises.items())},
             "secret_seed_sha256": seed, "visibility": config.visibility, "grader": __version__,
             "other_sections": config.extra}        # e.g. [performance], owned by other stages
+    if not cuda:
+        data["cuda"] = False
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -111,13 +120,13 @@ def run_batch(options: Options, config: Config, stream: TextIO | None = None) ->
     if getattr(config.extra.get("performance"), "enabled", False) and (options.jobs or default_jobs()) > 1:
         summary.notes.append("performance checks ran beside other grading on shared cores: their ratios are noisier "
                              "than alone (--jobs 1 times them one at a time)")
+    executor = choose(replace(options, jobs=options.jobs or default_jobs()), ids, config, stream)
     book = Gradebook(os.path.join(out, "gradebook.sqlite"))
     try:
-        settings = settings_hash(config, ids)
-        jobs = options.jobs or default_jobs()
+        settings = settings_hash(config, ids, cuda=not options.no_wait_gpu)
         todo = _plan(found.entries, book, settings, options.force, summary)
-        recorder = _Recorder(out, book, book.begin_run(settings, ids, jobs, __version__), settings, specs, config,
-                             summary, Progress(len(todo), len(summary.skipped), stream))
+        recorder = _Recorder(out, book, book.begin_run(settings, ids, executor.slots, __version__), settings, specs,
+                             config, summary, Progress(len(todo), len(summary.skipped), stream))
         recorder.progress.begin()
         tasks = {}
         for entry, digest in todo:
@@ -126,7 +135,8 @@ def run_batch(options: Options, config: Config, stream: TextIO | None = None) ->
             else:
                 tasks[Task(entry.student, entry.path)] = (entry, digest)
         if tasks:
-            Pool(jobs, ids, config, options.exercise_jobs).run(list(tasks), lambda d: recorder.done(d, *tasks[d.task]))
+            executor.run(list(tasks), lambda d: recorder.done(d, *tasks[d.task]))
+        summary.notes.extend(executor.notes)
         recorder.progress.finish()
         rows = list(book.rows([e.student for e in found.entries]))
         rows = late.settle(deadline, book, rows, out, config.visibility)     # late penalties: raw, penalty, final
@@ -153,16 +163,22 @@ class _Recorder:
         self.specs, self.config, self.summary, self.progress = specs, config, summary, progress
 
     def done(self, d: Done, entry: Entry, digest: str) -> None:
-        if d.result_json is not None:
-            result = from_dict(json.loads(d.result_json))
+        if d.outcome is Outcome.GRADED:
+            result = parse(d)
             self.record(entry, digest, result, _state(result))
-            return
-        last = d.error.strip().splitlines()[-1] if d.error.strip() else "unknown"
-        self.placeholder(entry, digest, "grader_error", "the grader itself failed on this submission "
-                         f"(not your fault; it is regraded on the next run): {last}", d.error)
+        elif d.outcome is Outcome.WORKER_LOST:       # the submission's own crash, after the retries
+            self.placeholder(entry, digest, "graded", f"CRASHED: the process grading your submission died each of "
+                             f"the {d.lost} times it was tried (killed or out of memory), so it is recorded as "
+                             "crashed. If your code cannot have caused that, ask for a regrade.", d.error,
+                             Status.CRASHED)
+        else:
+            last = d.error.strip().splitlines()[-1] if d.error.strip() else "unknown"
+            self.placeholder(entry, digest, "grader_error", "the grader itself failed on this submission "
+                             f"(not your fault; it is regraded on the next run): {last}", d.error)
 
-    def placeholder(self, entry: Entry, digest: str, state: str, message: str, detail: str = "") -> None:
-        status = Status.GRADER_FAULT if state == "grader_error" else Status.ERROR
+    def placeholder(self, entry: Entry, digest: str, state: str, message: str, detail: str = "",
+                    status: Status | None = None) -> None:
+        status = status or (Status.GRADER_FAULT if state == "grader_error" else Status.ERROR)
         self.record(entry, digest, _placeholder(entry.path, self.specs, self.config, status, message), state,
                     detail)
 

@@ -7,50 +7,36 @@ pool exists when a worker is forked (forking after OpenMP has started can hang).
 sends each result back as JSON; only the parent writes the gradebook.
 
 The pool survives its workers: a worker that dies is replaced and its submission retried once
-in a fresh worker; a worker stuck past the submission's time limit plus a grace period is
-killed. Either way the submission gets a `grader_error` result, never a hang or a lost row.
+in a fresh worker (RETRIES_AFTER_LOST_WORKER); dying again, the submission is reported
+WORKER_LOST and recorded as crashed. A worker stuck past the submission's time limit plus a grace
+period is killed and the submission gets a `grader_error` result. Never a hang or a lost row.
+The pool is one of the batch's two executors (grader.frontends.batch.executors; the other is a
+Dask cluster) and grades through the same entry, executors.grade_one.
 
 Like any multiprocessing code, call Pool.run from a script guarded by `if __name__ == "__main__":`
 (the workers re-import the main script; `grader` and `python -m grader` are fine).
 """
 from __future__ import annotations
 
-import json
 import multiprocessing
 import os
 import signal
 import time
 import traceback
 from collections import deque
-from dataclasses import dataclass, replace
 from multiprocessing.connection import wait
 from typing import Callable, Iterable
 
 from grader import api
 from grader.config import Config
-from grader.results import to_dict
+from grader.frontends.batch.executors import (RETRIES_AFTER_LOST_WORKER, BatchError, Done, Outcome, Task,
+                                              grade_one, grading_config)
+
+__all__ = ["BatchError", "Done", "Pool", "Task", "warm_up", "worker_main"]
 
 GRACE_S = 60.0              # beyond config.submission_timeout before a stuck worker is killed
 START_TIMEOUT_S = 180.0     # a worker that is not ready by then is considered broken
 TORCH_THREADS = 1           # intra-op threads of a worker (references are small; cores go to workers)
-
-
-class BatchError(Exception):
-    """The batch cannot go on (workers cannot start); not any one student's fault."""
-
-
-@dataclass(frozen=True)
-class Task:
-    student: str
-    path: str
-
-
-@dataclass(frozen=True)
-class Done:
-    task: Task
-    result_json: str | None          # to_dict(SubmissionResult) as JSON; None on a grader error
-    error: str = ""                  # what went wrong in the grader, when result_json is None
-    seconds: float = 0.0             # wall time in the worker
 
 
 # -- the worker side ----------------------------------------------------------------------------
@@ -79,13 +65,7 @@ def worker_main(conn, names: list[str], config: Config) -> None:
                 return
             if task is None:
                 return
-            start = time.monotonic()
-            try:
-                result = api.grade(task.path, names, config, sandbox=sandbox)
-                # Python's JSON: an error figure can be inf (a -inf/nan output), written as Infinity
-                done = Done(task, json.dumps(to_dict(result)), seconds=time.monotonic() - start)
-            except Exception:                # the engine never raises for a bad submission: a grader bug
-                done = Done(task, None, traceback.format_exc(limit=8), time.monotonic() - start)
+            done = grade_one(task, names, config, sandbox)
             try:
                 conn.send(done)
             except (BrokenPipeError, OSError):
@@ -139,9 +119,10 @@ class Pool:
     """`jobs` warm workers grading `tasks`; `on_done` is called in the parent for each result."""
 
     def __init__(self, jobs: int, names: list[str], config: Config, exercise_jobs: int = 2) -> None:
-        self.jobs = max(1, jobs)
+        self.jobs = self.slots = max(1, jobs)
         self.names = list(names)
-        self.config = replace(config, jobs=exercise_jobs)
+        self.notes: list[str] = []
+        self.config = grading_config(config, exercise_jobs)
         self.deadline_s = self.config.submission_timeout + GRACE_S
         self.ctx = _context()
         self.workers: list[_Worker] = []        # the live ones, while run() runs
@@ -152,7 +133,7 @@ class Pool:
 
     def run(self, tasks: Iterable[Task], on_done: Callable[[Done], None]) -> None:
         pending = deque(tasks)
-        retried: set[Task] = set()
+        retried: dict[Task, int] = {}
         workers: list[_Worker] = []
         start_failures: list[str] = []
         try:
@@ -222,10 +203,14 @@ class Pool:
         return w.proc.exitcode
 
     @staticmethod
-    def _lost(task: Task, problem: str, retry: bool, pending: deque, retried: set, on_done) -> None:
-        """A worker died or was stopped with `task` in hand: retry once (if `retry`), then report it."""
-        if retry and task not in retried:
-            retried.add(task)
+    def _lost(task: Task, problem: str, retry: bool, pending: deque, retried: dict, on_done) -> None:
+        """A worker died (`retry`) or was stopped with `task` in hand: retry it in a fresh worker up
+        to RETRIES_AFTER_LOST_WORKER times, then report it lost; a stopped one is a grader error."""
+        if not retry:
+            on_done(Done(task, None, problem))
+            return
+        retried[task] = retried.get(task, 0) + 1
+        if retried[task] <= RETRIES_AFTER_LOST_WORKER:
             pending.appendleft(task)
             return
-        on_done(Done(task, None, problem))
+        on_done(Done(task, None, problem, outcome=Outcome.WORKER_LOST, lost=retried[task]))

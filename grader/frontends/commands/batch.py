@@ -1,4 +1,5 @@
-"""`grader batch SUBMISSIONS --out DIR [--jobs N] [--force] [EXERCISE_OR_MODULE ...]`: a whole class."""
+"""`grader batch SUBMISSIONS --out DIR [--jobs N] [--force] [EXERCISE_OR_MODULE ...]`: a whole class,
+on local workers (the default) or a Dask cluster (`--scheduler tcp://HOST:PORT`, `--cluster local:N`)."""
 from __future__ import annotations
 
 import argparse
@@ -6,6 +7,7 @@ import sys
 
 from grader.config import in_range
 from grader.errors import ExitCode, UsageError
+from grader.frontends.batch.executors import INSTALL_CLUSTER, ClusterLost
 from grader.frontends.batch.workers import BatchError, warm_up
 from grader.frontends.commands import add_config_argument, config_from
 
@@ -29,6 +31,15 @@ def register(sub) -> None:
     p.add_argument("--timeout", type=float, metavar="S", help="per-call time limit, seconds")
     p.add_argument("--assignment", metavar="NAME", help="nbgrader assignment name (picks submitted/<student>/NAME/)")
     p.add_argument("--nbgrader-db", metavar="PATH", help="also record the scores in this nbgrader gradebook")
+    c = p.add_argument_group("grading on a Dask cluster (docs/cluster.md; needs " + INSTALL_CLUSTER + ")")
+    c.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="grade on the running Dask cluster of this scheduler")
+    c.add_argument("--cluster", metavar="local:N", help="start a Dask cluster of N worker processes here, grade on it")
+    c.add_argument("--shared-fs", action="store_true",
+                   help="workers read each submission at its path (a shared file system) instead of receiving its "
+                        "content")
+    c.add_argument("--no-wait-gpu", action="store_true",
+                   help="do not wait for workers with the GPU resource: grade without the GPU performance checks "
+                        "(the feedback says so)")
     p.add_argument("--similarity", action="store_true",
                    help="also compare the students' code for shared code beyond the starter files (OUT/similarity/)")
     add_config_argument(p)
@@ -53,7 +64,8 @@ class _Intermixed(argparse.ArgumentParser):
 
 
 def run(args) -> int:
-    warm_up()                          # the workers' torch import overlaps with ours, below
+    if not (args.scheduler or args.cluster):
+        warm_up()                      # the local workers' torch import overlaps with ours, below
     from grader.frontends.batch.run import Options, run_batch
 
     if args.jobs is not None:        # workers, not [limits] jobs; the same range as that key
@@ -61,9 +73,13 @@ def run(args) -> int:
     config = config_from(args, call_timeout=args.timeout)
     options = Options(submissions=args.submissions, out=args.out, names=tuple(args.names), jobs=args.jobs or 0,
                       force=args.force, assignment=args.assignment, nbgrader_db=args.nbgrader_db,
-                      similarity=args.similarity)
+                      similarity=args.similarity, scheduler=args.scheduler, cluster=args.cluster,
+                      shared_fs=args.shared_fs, no_wait_gpu=args.no_wait_gpu)
     try:
         summary = run_batch(options, config, sys.stderr)
+    except ClusterLost as e:           # not a usage error: what was graded is kept, a rerun does the rest
+        print(f"grader batch: {e}", file=sys.stderr)
+        return ExitCode.INTERNAL
     except (BatchError, FileNotFoundError) as e:
         raise UsageError(str(e)) from None
     print(_summary(summary), file=sys.stderr)
