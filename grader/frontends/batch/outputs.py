@@ -73,12 +73,12 @@ def grades_csv(rows: list[Row], exercise_ids: list[str], assignment: str = "") -
     for row in rows:
         points = {e.id: e.points for e in row.result.exercises}
         late = row.late
-        writer.writerow([row.student, assignment, _num(row.final), _num(row.max_score), row.state,
-                         _num(row.score), _num(row.penalty), late.submitted_at if late else "",
+        writer.writerow([row.student, assignment, score_text(row.final), score_text(row.max_score), row.state,
+                         score_text(row.score), score_text(row.penalty), late.submitted_at if late else "",
                          late.status.value if late else "",
-                         *(_num(points[i]) if i in points else "" for i in exercise_ids)])
+                         *(score_text(points[i]) if i in points else "" for i in exercise_ids)])
     return buf.getvalue()
 
 
-def _num(x: float) -> str:
+def score_text(x: float) -> str:
     return f"{round(x, 4):.10g}"

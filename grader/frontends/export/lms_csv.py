@@ -1,0 +1,76 @@
+"""Gradebook import files for instructors without API access: one row per graded student, the
+final score (after any late penalty) in one assignment column.
+
+    canvas       Student, ID, SIS User ID, SIS Login ID, Section, then "<Assignment> (<id>)": the layout
+                 of Canvas's own gradebook export, which its Import accepts; Canvas matches a row by ID,
+                 SIS User ID or SIS Login ID, and a column without "(id)" creates a new assignment
+    moodle       Username, Email address, ID number, First name, Last name, then the grade item: Moodle's
+                 "Import > CSV file" maps one identifier column (username, email address or ID number)
+                 to its users and the grade item column to an item, in its import form
+    blackboard   Last Name, First Name, Username, then "<Column> [Total Pts: N Score] |<column id>": Grade
+                 Center's download layout, matched on Username and the Column ID (without "|id" a new
+                 column is created); every field quoted, as Blackboard asks of comma-separated files
+
+Sources for each layout are in docs/lms.md.
+"""
+from __future__ import annotations
+
+import csv
+import io
+from enum import Enum
+
+from grader.frontends.batch.outputs import score_text
+from grader.frontends.export.source import Graded, Person, person
+
+
+class Layout(str, Enum):
+    CANVAS = "canvas"
+    MOODLE = "moodle"
+    BLACKBOARD = "blackboard"
+
+
+def write(layout: Layout, graded: Graded, people: dict[str, Person], assignment: str, column_id: str = "",
+          points: float | None = None) -> tuple[str, list[str]]:
+    """The file's text, and notes for the instructor (students the roster lacks, identifiers guessed)."""
+    points = points if points is not None else max((r.max_score for r in graded.rows), default=0.0)
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\r\n" if layout is Layout.BLACKBOARD else "\n",
+                        quoting=csv.QUOTE_ALL if layout is Layout.BLACKBOARD else csv.QUOTE_MINIMAL)
+    writer.writerow(_header(layout, assignment, column_id, points))
+    guessed = []
+    for row in graded.rows:
+        p = person(people, row.student)
+        if not (p.canvas_id or p.sis_user_id or p.login_id or p.email):
+            guessed.append(row.student)
+        writer.writerow(_line(layout, p, score_text(row.final)))
+    notes = []
+    if guessed:
+        notes.append(f"{len(guessed)} student{'s' if len(guessed) > 1 else ''} not in the roster "
+                     f"({', '.join(guessed[:10])}{' …' if len(guessed) > 10 else ''}): their grader id is written as "
+                     f"the {'SIS Login ID' if layout is Layout.CANVAS else 'username'}; pass --roster to map them")
+    if graded.not_graded:
+        notes.append(f"left out, the grader failed on them (no grade; run grader batch again): "
+                     f"{', '.join(graded.not_graded)}")
+    return buf.getvalue(), notes
+
+
+def _header(layout: Layout, assignment: str, column_id: str, points: float) -> list[str]:
+    if layout is Layout.CANVAS:
+        return ["Student", "ID", "SIS User ID", "SIS Login ID", "Section",
+                f"{assignment} ({column_id})" if column_id else assignment]
+    if layout is Layout.MOODLE:
+        return ["Username", "Email address", "ID number", "First name", "Last name", assignment]
+    return ["Last Name", "First Name", "Username",
+            f"{assignment} [Total Pts: {points:g} Score]" + (f" |{column_id}" if column_id else "")]
+
+
+def _line(layout: Layout, p: Person, score: str) -> list[str]:
+    login = p.login_id or (p.student if not (p.canvas_id or p.sis_user_id or p.email) else "")
+    if layout is Layout.CANVAS:
+        return [p.sortable, p.canvas_id, p.sis_user_id, login, p.section, score]
+    first, last = p.first_name, p.last_name
+    if not (first or last) and p.name:
+        first, _, last = p.name.rpartition(" ") if " " in p.name else ("", "", p.name)
+    if layout is Layout.MOODLE:
+        return [p.login_id or p.student, p.email, p.sis_user_id, first, last, score]
+    return [last, first, p.login_id or p.student, score]

@@ -1,0 +1,113 @@
+"""What an export reads: a batch's output folder and the instructor's roster CSV.
+
+The roster maps the grader's student id (the folder name in the submissions, the `student_id` of
+grades.csv) to the people of the LMS. Columns, by header (case and spaces ignored):
+
+    student       the grader's id (required)
+    name          the display name ("Ada Lovelace"); or first_name and last_name
+    email         the e-mail address
+    login_id      the login (Canvas's SIS Login ID, Blackboard's and Moodle's username)
+    sis_user_id   the institution's student number (Canvas's SIS User ID, Moodle's ID number)
+    canvas_id     Canvas's own user id, when known
+    section       the section name (Canvas's CSV has a column for it)
+"""
+from __future__ import annotations
+
+import csv
+import os
+from dataclasses import dataclass
+
+from grader.errors import UsageError
+from grader.frontends.batch.gradebook import Gradebook, Row
+from grader.frontends.batch.outputs import student_dir
+
+ROSTER_COLUMNS = ("student", "name", "first_name", "last_name", "email", "login_id", "sis_user_id", "canvas_id",
+                  "section")
+
+
+class ExportError(UsageError):
+    """An export that cannot start: a missing folder, a bad roster, a refused token (exit 2)."""
+
+
+@dataclass(frozen=True)
+class Person:
+    student: str
+    name: str = ""
+    first_name: str = ""
+    last_name: str = ""
+    email: str = ""
+    login_id: str = ""
+    sis_user_id: str = ""
+    canvas_id: str = ""
+    section: str = ""
+
+    @property
+    def display(self) -> str:
+        return self.name or " ".join(p for p in (self.first_name, self.last_name) if p) or self.student
+
+    @property
+    def sortable(self) -> str:
+        """"Last, First" as Canvas's Student column shows it."""
+        if self.last_name or self.first_name:
+            return ", ".join(p for p in (self.last_name, self.first_name) if p)
+        return self.display
+
+
+@dataclass(frozen=True)
+class Graded:
+    """A batch's rows that carry a grade, and those that do not (the grader failed on them)."""
+
+    folder: str
+    rows: tuple[Row, ...]
+    not_graded: tuple[str, ...]
+
+    def feedback(self, student: str, name: str) -> str:
+        return os.path.join(student_dir(self.folder, student), name)
+
+
+def graded(folder: str) -> Graded:
+    path = os.path.join(folder, "gradebook.sqlite")
+    if not os.path.isfile(path):
+        raise ExportError(f"{folder}: no gradebook.sqlite here; pass the --out folder of `grader batch`")
+    book = Gradebook(path)
+    try:
+        rows = list(book.rows())
+    finally:
+        book.close()
+    return Graded(folder, tuple(r for r in rows if r.state != "grader_error"),
+                  tuple(r.student for r in rows if r.state == "grader_error"))
+
+
+def _key(header: str) -> str:
+    return header.strip().lower().replace(" ", "_").replace("-", "_")
+
+
+def roster(path: str | None) -> dict[str, Person]:
+    """student -> Person; {} when no roster is given. ExportError naming the line for a bad file."""
+    if not path:
+        return {}
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            reader = csv.DictReader(f)
+            header = [_key(h or "") for h in reader.fieldnames or []]
+            records = [(reader.line_num, {_key(k or ""): (v or "").strip() for k, v in r.items()}) for r in reader]
+    except FileNotFoundError:
+        raise ExportError(f"--roster {path}: no such file") from None
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        raise ExportError(f"--roster {path}: cannot be read as a UTF-8 CSV: {e}") from None
+    if "student" not in header:
+        raise ExportError(f"{path}: the header needs a 'student' column (the grader's student id) beside any of "
+                          f"{', '.join(ROSTER_COLUMNS[1:])}; found: {', '.join(header) or 'nothing'}")
+    people: dict[str, Person] = {}
+    for line, record in records:
+        student = record.get("student", "")
+        if not student:
+            raise ExportError(f"{path}, line {line}: no student id")
+        if student in people:
+            raise ExportError(f"{path}, line {line}: {student} is listed twice; keep one line per student")
+        people[student] = Person(**{k: record.get(k, "") for k in ROSTER_COLUMNS})
+    return people
+
+
+def person(people: dict[str, Person], student: str) -> Person:
+    return people.get(student) or Person(student)
