@@ -20,7 +20,6 @@ from grader.deadlines.policy import Lateness
 from grader.deadlines.view import penalised
 from grader.frontends.batch.discover import folder_name
 from grader.frontends.batch.gradebook import Row
-from grader.frontends.batch.redact import student_view
 from grader.reports import render
 from grader.results import SubmissionResult
 
@@ -53,6 +52,8 @@ def write_student(out: str, student: str, result: SubmissionResult, visibility: 
                   late: Lateness | None = None) -> str:
     """Write the three feedback files of one student (with the late verdict, when there is one);
     returns their folder."""
+    from grader.frontends.batch.redact import student_view    # imports torch: not for `grader export`
+
     folder = student_dir(out, student)
     view = penalised(student_view(result), late)
     write_atomic(os.path.join(folder, "results.json"), render(view, "json", visibility=visibility))

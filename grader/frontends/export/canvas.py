@@ -23,7 +23,6 @@ from enum import Enum
 from typing import TextIO
 
 from grader.frontends.batch.outputs import score_text
-from grader.frontends.batch.redact import student_view
 from grader.frontends.export.source import Graded, Person, person
 from grader.reports.escape import text_line
 
@@ -82,6 +81,8 @@ def plan(graded: Graded, people: dict[str, Person], feedback: Feedback) -> list[
 
 def comment_text(row) -> str:
     """The submission comment: the score, the late verdict, one line per exercise (the student's view)."""
+    from grader.frontends.batch.redact import student_view
+
     view = student_view(row.result)
     lines = [f"Score: {score_text(row.final)} / {score_text(row.max_score)} points"
              + (f" (raw {score_text(row.score)}, late penalty {score_text(row.penalty)})" if row.penalty else "")]
