@@ -31,6 +31,7 @@ from grader.reports.escape import text_block, text_line
 from grader.reports.filters import grader_fault_note
 from grader.reports.junit import failure_text
 from grader.results import ExerciseResult, Status, SubmissionResult
+from grader.submission.loader import on_disk
 
 MAX_MESSAGE = 2000          # characters per test message: the whole object travels in one output line
 
@@ -39,18 +40,19 @@ def _relative(path: str, root: str | None) -> str:
     return os.path.relpath(os.path.abspath(path), root).replace(os.sep, "/") if root and path else path
 
 
-def _test(e: ExerciseResult, root: str | None) -> dict[str, Any]:
+def _test(e: ExerciseResult, root: str | None, submission: str = "") -> dict[str, Any]:
     message = "" if e.passed else failure_text(e, location=False)
     if len(message) > MAX_MESSAGE:
         message = message[:MAX_MESSAGE - 20] + "\n[... shortened]"
     status = "pass" if e.passed else "error" if e.status is Status.GRADER_FAULT else "fail"
+    file = on_disk(submission, e.source_file) or e.source_file     # source_file is relative to the submission
     return {"name": text_line(e.id), "status": status, "score": round(e.points, 4),
-            "message": message, "test_code": "", "filename": text_line(_relative(e.source_file, root)),
+            "message": message, "test_code": "", "filename": text_line(_relative(file, root)),
             "line_no": e.source_line, "duration": round(e.seconds, 3)}
 
 
 def classroom_result(result: SubmissionResult, root: str | None = None) -> dict[str, Any]:
-    tests = [_test(e, root) for e in result.exercises]
+    tests = [_test(e, root, result.submission) for e in result.exercises]
     unreadable = result.errors and not any(e.cases for e in result.exercises)
     status = "error" if unreadable or result.grader_faults else "pass" if result.all_passed else "fail"
     out: dict[str, Any] = {"version": 3, "status": status, "max_score": round(result.max_score, 4), "tests": tests}

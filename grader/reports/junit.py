@@ -25,6 +25,7 @@ from typing import Any
 
 from grader.reports.escape import text_block, text_line, xml_chars
 from grader.results import ExerciseResult, Status, SubmissionResult
+from grader.submission.loader import on_disk
 
 _ERRORS = (Status.ERROR, Status.TIMEOUT, Status.CRASHED, Status.GRADER_FAULT)
 MAX_CASES = 3
@@ -78,10 +79,11 @@ def _points(x: float) -> str:
     return f"{x:g}"
 
 
-def _testcase(e: ExerciseResult, root: str | None) -> ET.Element:
+def _testcase(e: ExerciseResult, root: str | None, submission: str) -> ET.Element:
     attrs = {"classname": _line(e.module), "name": _line(e.function), "time": f"{e.seconds:.3f}"}
-    if e.source_file:
-        attrs["file"] = _line(os.path.relpath(os.path.abspath(e.source_file), root) if root else e.source_file)
+    if e.source_file:       # relative to the submission: the file's path on this machine, for CI
+        path = on_disk(submission, e.source_file) or e.source_file
+        attrs["file"] = _line(os.path.relpath(os.path.abspath(path), root) if root else path)
         if e.source_line:
             attrs["line"] = str(e.source_line)
     case = ET.Element("testcase", attrs)
@@ -118,7 +120,7 @@ def junit_tree(result: SubmissionResult, root: str | None = None) -> ET.Element:
     top = ET.Element("testsuites", name=_line(f"{result.submission}: {_points(result.score)} / "
                                               f"{_points(result.max_score)} points (grader {result.grader_version})"))
     for module, exercises in result.modules().items():
-        cases = [_testcase(e, root) for e in exercises]
+        cases = [_testcase(e, root, result.submission) for e in exercises]
         top.append(_suite(_line(module), cases, sum(e.seconds for e in exercises),
                           (sum(e.points for e in exercises), sum(e.max_points for e in exercises))))
     if result.errors:

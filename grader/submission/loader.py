@@ -19,15 +19,31 @@ from grader.errors import SubmissionError
 from grader.submission.limits import MAX_FILE, MAX_FILES
 from grader.submission.notebook import notebook_source
 
-__all__ = ["Submission", "SubmissionError", "load_submission", "salvage", "salvage_for_importers"]
+__all__ = ["Submission", "SubmissionError", "load_submission", "on_disk", "salvage", "salvage_for_importers"]
 
 
 @dataclass(frozen=True)
 class Submission:
+    """`origin` and `problems` name files as the student knows them, relative to the submission
+    ("attention.py", "bob/attention.py" inside a zip), never by the grading machine's folders."""
+
     path: str
     files: dict[str, str]                      # "attention" -> source
     origin: dict[str, str] = field(default_factory=dict)   # "attention" -> path shown to the student
     problems: tuple[str, ...] = ()
+
+
+def shown_name(path: str) -> str:
+    """The submission as its student knows it: the last part of its path ("bob", "bob.zip")."""
+    return os.path.basename(os.path.normpath(path)) or path
+
+
+def on_disk(submission: str, origin: str) -> str:
+    """Where a module's `origin` (relative to `submission`) is on this machine, as a path built
+    on `submission` as it was given; "" for a member of a zip (CI front-ends annotate real files)."""
+    if not origin or submission.endswith(".zip"):
+        return ""
+    return os.path.join(submission, origin) if os.path.isdir(submission) else submission
 
 
 def load_submission(path: str) -> Submission:
@@ -38,20 +54,30 @@ def load_submission(path: str) -> Submission:
         return _from_dir(path)
     if path.endswith(".zip"):
         return _from_zip(path)
+    name = shown_name(path)
     if path.endswith(".ipynb"):
-        module = os.path.splitext(os.path.basename(path))[0]
-        return Submission(path, {module: notebook_source(path)}, {module: path})
+        module = os.path.splitext(name)[0]
+        return Submission(path, {module: _notebook(path, name)}, {module: name})
     if path.endswith(".py"):
-        module = os.path.splitext(os.path.basename(path))[0]
-        return Submission(path, {module: _read(path)}, {module: path})
-    raise SubmissionError(f"{path}: not a folder, .zip, .py or .ipynb file")
+        module = os.path.splitext(name)[0]
+        return Submission(path, {module: _read(path, name)}, {module: name})
+    raise SubmissionError(f"{name}: not a folder, .zip, .py or .ipynb file")
 
 
-def _read(path: str) -> str:
+def _read(path: str, shown: str) -> str:
     if os.path.getsize(path) > MAX_FILE:
-        raise SubmissionError(f"{path}: larger than {MAX_FILE >> 20} MiB; a source file this big is not an exercise")
+        raise SubmissionError(f"{shown}: larger than {MAX_FILE >> 20} MiB; a source file this big is not an exercise")
     with open(path, "rb") as f:
         return f.read().decode("utf-8", "replace")
+
+
+def _notebook(path: str, shown: str) -> str:
+    """notebook_source(path), its errors naming the notebook as `shown` (they start "<path>: ")."""
+    try:
+        return notebook_source(path)
+    except SubmissionError as e:
+        text = str(e)
+        raise SubmissionError(shown + text[len(path):] if text.startswith(path + ": ") else text) from None
 
 
 def _from_dir(path: str) -> Submission:
@@ -62,26 +88,27 @@ def _from_dir(path: str) -> Submission:
     for name in names:
         full = os.path.join(path, name)
         if name.endswith(".py") and os.path.isfile(full) and not os.path.islink(full):
-            files[name[:-3]], origin[name[:-3]] = _read(full), full
+            files[name[:-3]], origin[name[:-3]] = _read(full, name), name
     for name in names:
         full = os.path.join(path, name)
         if name.endswith(".ipynb") and name[:-6] not in files and os.path.isfile(full):
             try:
-                files[name[:-6]], origin[name[:-6]] = notebook_source(full), full
+                files[name[:-6]], origin[name[:-6]] = _notebook(full, name), name
             except SubmissionError as e:
                 problems.append(str(e))
     if not files and not problems:
-        problems.append(f"{path}: no .py modules found (expected files such as attention.py, "
+        problems.append(f"{shown_name(path)}: no .py modules found (expected files such as attention.py, "
                         "or notebooks such as attention.ipynb)")
     return Submission(path, files, origin, tuple(problems))
 
 
 def _from_zip(path: str) -> Submission:
+    shown = shown_name(path)
     try:
         zf = zipfile.ZipFile(path)
         infos = [i for i in zf.infolist() if not i.is_dir()]
     except (zipfile.BadZipFile, OSError) as e:
-        raise SubmissionError(f"{path}: not a readable zip archive ({e}); re-create it with `zip -r`") from None
+        raise SubmissionError(f"{shown}: not a readable zip archive ({e}); re-create it with `zip -r`") from None
     files, origin = {}, {}
     with zf:
         for info in infos[: MAX_FILES * 5]:
@@ -94,11 +121,11 @@ def _from_zip(path: str) -> Submission:
             try:
                 source = zf.read(info).decode("utf-8", "replace")
             except Exception as e:   # corrupt member
-                raise SubmissionError(f"{path}: member {name} cannot be read ({e})") from None
+                raise SubmissionError(f"{shown}: member {name} cannot be read ({e})") from None
             module = base[:-3]
             if module not in files or name.count("/") < origin[module].count("/"):
-                files[module], origin[module] = source, f"{path}:{name}"
-    problems = () if files else (f"{path}: the archive holds no .py modules",)
+                files[module], origin[module] = source, name
+    problems = () if files else (f"{shown}: the archive holds no .py modules",)
     return Submission(path, files, origin, problems)
 
 

@@ -12,6 +12,7 @@ import os
 from grader.reports.escape import text_block, text_line
 from grader.reports.junit import failure_text
 from grader.results import Status, SubmissionResult
+from grader.submission.loader import on_disk
 
 
 def _data(text: str) -> str:
@@ -45,7 +46,7 @@ def annotations(result: SubmissionResult, source_root: str) -> list[str]:
         level = "warning" if e.status is Status.SKIPPED else "error"
         title = (f"{text_line(e.id)}: the grader failed (not your code; no grade)" if e.status is Status.GRADER_FAULT
                  else f"{text_line(e.id)}: {e.points:g} / {e.max_points:g} points")
-        on_disk = e.source_file and os.path.isfile(e.source_file)
-        file = text_line(repo_path(e.source_file, source_root)) if on_disk else ""
+        path = on_disk(result.submission, e.source_file)       # source_file is relative to the submission
+        file = text_line(repo_path(path, source_root)) if path and os.path.isfile(path) else ""
         out.append(command(level, failure_text(e, location=False, max_cases=1), file, e.source_line, title))
     return out
