@@ -26,7 +26,8 @@ def test_solutions_pass_with_exit_0():
 def test_stubs_fail_with_exit_1_and_no_traceback():
     p = grader("check", "attention.causal_mask", "--color", "never")
     assert p.returncode == 1
-    assert "TODO" in p.stdout and "not implemented yet" in p.stdout
+    assert "1 exercise not started (1 point): replace each `raise NotImplementedError(...)`" in p.stdout
+    assert "  attention  causal_mask" in p.stdout
     assert "Traceback" not in p.stdout + p.stderr
 
 

@@ -36,7 +36,8 @@ PAYLOAD = ("boom\x1b[2J\x1b[H\x1b[1;32mScore: 9 / 9\x1b[0m\rScore: 9 / 9\n"
 # What a report may never contain raw: ESC and the other C0 controls but \t and \n, DEL, C1,
 # bidi embeddings/overrides/isolates, zero-width characters, line and paragraph separators.
 RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
-COLOR = re.compile(r"\x1b\[(?:0|1|2|31|32|33|36)m")     # the codes grader.reports.filters.Colors writes
+# The codes of grader.reports.terminal.PALETTE in rich's standard colours (test_terminal.py checks the list).
+COLOR = re.compile(r"\x1b\[(?:0|1|2|31|32|33|36)m")
 
 
 def base() -> SubmissionResult:
@@ -100,14 +101,16 @@ def _plain(text: str) -> str:
     return COLOR.sub("", text)
 
 
+@pytest.mark.parametrize("width", [40, 80, 160])
 @pytest.mark.parametrize("color", [False, True])
-def test_terminal_shows_no_control_character_and_only_the_real_score(color):
+def test_terminal_shows_no_control_character_and_only_the_real_score(color, width):
     """Cleared screens, cursor moves, \\r overwrites, hyperlinks and reversed text must not work;
-    every line the student wrote is indented, so the one 'Score:' line at column 0 is the grader's."""
-    text = render(EVIL, "terminal", color=color)
+    every line the student wrote is indented, so the one 'Score:' line at column 0 is the grader's,
+    whatever the width the text is wrapped to."""
+    text = render(EVIL, "terminal", color=color, width=width)
     assert RAW_CONTROL.search(_plain(text)) is None
     lines = _plain(text).split("\n")
-    real = f"Score: {EVIL.score:g} / {EVIL.max_score:g}  (1.0 s)"
+    real = f"Score: {EVIL.score:g} / {EVIL.max_score:g} · graded in 1.0 s"
     assert [line for line in lines if line.startswith("Score:")] == [real]
     assert not [line for line in lines if line.lstrip().startswith("::")]
     assert "\\x1b[2J" in text, "the escape is shown, not dropped silently"

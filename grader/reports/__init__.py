@@ -5,7 +5,8 @@
 FORMATS is the whole list: a format's name and the function that renders it, imported the first
 time it is used (so `grader --version` loads no renderer, and no format depends on another
 module having been imported first). Adding a format is one line here and its function.
-Text formats are jinja2 templates (grader.reports.text); json, junit and classroom are built as data.
+html and md are jinja2 templates (grader.reports.text), terminal is rich renderables
+(grader.reports.terminal); json, junit and classroom are built as data.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any, Callable
 
 # format -> "module:function(result, **options) -> str"
 FORMATS: dict[str, str] = {
-    "terminal": "grader.reports.text:terminal",             # what `grader check` prints
+    "terminal": "grader.reports.terminal:terminal",         # what `grader check` prints (rich)
     "html": "grader.reports.text:html",                     # one self-contained page
     "md": "grader.reports.text:markdown",                   # a pull request's summary
     "json": "grader.reports.gradescope:gradescope_json",    # Gradescope's results.json

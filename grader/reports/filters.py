@@ -1,7 +1,21 @@
-"""Small formatting helpers shared by the templates (numbers, statuses, colours, heatmap cells)."""
+"""Formatting shared by every report: numbers, points, statuses, settings, heatmap cells.
+
+Registered on the one jinja Environment (grader.reports.text) under these names, which stay
+stable (templates of other formats use them; the terminal renderables call the functions):
+
+    filters   points        1.5 -> "1.5", 2.0 -> "2", 2/3 -> "0.67": every points figure of every format
+              score         (1.5, 9) -> "1.5 / 9" (`e.points|score(e.max_points)`)
+              sci           a float in 3 significant digits, "—" for None
+              indent_lines  every non-empty line indented by n spaces
+              cell_color    a heatmap cell's colour
+              setting_label, setting_value, settings_line   grader.reports.labels
+              text_line, text_block, md_inline, md_code, md_code_span   grader.reports.escape
+    globals   STATUS_MARK (Status -> "PASS", "FAIL", ...), Status, heat_range, grader_fault_note,
+              settings_items (grader.reports.labels)
+"""
 from __future__ import annotations
 
-from grader.reports import escape
+from grader.reports import escape, labels
 from grader.results import Status
 
 STATUS_MARK = {Status.PASSED: "PASS", Status.FAILED: "FAIL", Status.ERROR: "ERROR", Status.TIMEOUT: "TIMEOUT",
@@ -22,21 +36,15 @@ def grader_fault_note(result) -> str:
                                them="it" if len(ids) == 1 else "them")
 
 
-class Colors:
-    def __init__(self, on: bool) -> None:
-        codes = dict(green="32", red="31", yellow="33", dim="2", bold="1", cyan="36")
-        for name, code in codes.items():
-            setattr(self, name, f"\033[{code}m" if on else "")
-        self.reset = "\033[0m" if on else ""
-
-    def status(self, status: Status) -> str:
-        color = self.green if status is Status.PASSED else self.yellow if status in (
-            Status.NOT_IMPLEMENTED, Status.SKIPPED, Status.NOT_RUN, Status.GRADER_FAULT) else self.red
-        return f"{color}{STATUS_MARK[status]:<9}{self.reset}"
-
-
 def points(x: float) -> str:
-    return f"{x:g}" if x == int(x) else f"{x:.2f}"
+    """Points as every report writes them: at most two decimals, no trailing zeros ("1.5", "2", "0.67")."""
+    text = f"{round(float(x), 2) + 0.0:.2f}".rstrip("0").rstrip(".")
+    return text if text != "-0" else "0"
+
+
+def score(x: float, of: float) -> str:
+    """`x` points out of `of`: "1.5 / 9"."""
+    return f"{points(x)} / {points(of)}"
 
 
 def sci(x) -> str:
@@ -64,9 +72,11 @@ def heat_range(h) -> tuple[float, float]:
 
 
 def register(env) -> None:
-    env.filters.update(points=points, sci=sci, indent_lines=indent, cell_color=cell_color)
+    env.filters.update(points=points, score=score, sci=sci, indent_lines=indent, cell_color=cell_color,
+                       setting_label=labels.setting_label, setting_value=labels.setting_value,
+                       settings_line=labels.settings_line)
     # Every string of a result, whichever field it comes from, passes through its format's filter.
     env.filters.update(text_line=escape.text_line, text_block=escape.text_block, md_inline=escape.md_inline,
                        md_code=escape.md_code, md_code_span=escape.md_code_span)
     env.globals.update(STATUS_MARK=STATUS_MARK, heat_range=heat_range, Status=Status,
-                       grader_fault_note=grader_fault_note)
+                       grader_fault_note=grader_fault_note, settings_items=labels.settings_items)

@@ -1,4 +1,7 @@
-"""The text formats (terminal, html, md), jinja2 templates in templates/ over the result model.
+"""The template formats (html, md), jinja2 templates in templates/ over the result model.
+
+The terminal report is built from rich renderables instead (grader.reports.terminal): wrapping
+to the terminal's width and its colours are rich's job, not a template's.
 
 One Environment for every template of the grader (the notebook helper's and the class report's
 too): StrictUndefined, so a template naming a field the model lacks fails instead of printing
@@ -7,7 +10,6 @@ nothing; autoescape for HTML, so what a student printed is shown, never run.
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, Template, select_autoescape
@@ -24,12 +26,6 @@ filters.register(_ENV)
 
 def template(name: str) -> Template:
     return _ENV.get_template(name)
-
-
-def terminal(result: SubmissionResult, color: bool | None = None, **_: Any) -> str:
-    if color is None:
-        color = sys.stdout.isatty() and os.environ.get("NO_COLOR") is None
-    return template("terminal.txt.j2").render(r=result, c=filters.Colors(color))
 
 
 def markdown(result: SubmissionResult, **_: Any) -> str:

@@ -1,7 +1,8 @@
 """Subcommands of `grader`; each module registers one (see grader.cli), and grades through grader.api.
 
-Helpers every command shares: the --config option, the configuration it names (flags validated as
-the keys of autograde.toml they override), paths in it, the exit code of a graded result.
+Helpers every command shares: the --config and --color/--no-color options, the configuration
+(flags validated as the keys of autograde.toml they override), paths in it, the exit code of a
+graded result.
 Commands import the catalog, the engine and torch inside run(), not at the top: `grader` imports
 every command module to build its parser, and `grader --version` or a usage error must not wait
 for torch (tests/test_layout.py checks it).
@@ -19,6 +20,21 @@ from grader.results import SubmissionResult
 def add_config_argument(parser) -> None:
     parser.add_argument("--config", metavar="PATH",
                         help="course configuration (default: the nearest autograde.toml, here or in a folder above)")
+
+
+def add_color_arguments(parser) -> None:
+    """--color [WHEN] and --no-color, for every command that prints in colour ([reports] color)."""
+    parser.add_argument("--color", nargs="?", const="always", choices=("auto", "always", "never"), default=None,
+                        metavar="WHEN", help="colours: always (--color alone), never, or auto: rich decides from "
+                                             "the output (a terminal or not, FORCE_COLOR, NO_COLOR); the flag wins "
+                                             "over the environment and [reports] color")
+    parser.add_argument("--no-color", dest="color", action="store_const", const="never",
+                        help="no colours (the same as --color never)")
+
+
+def color_of(config: Config) -> bool | None:
+    """[reports] color (or --color) as the renderers take it: True, False, or None for rich to decide."""
+    return {"always": True, "never": False}.get(config.color)
 
 
 def config_path(args) -> str | None:

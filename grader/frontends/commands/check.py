@@ -3,10 +3,13 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 from grader import api
-from grader.frontends.commands import add_config_argument, config_from, graded_exit, submission_from
+from grader.frontends.commands import (add_color_arguments, add_config_argument, color_of, config_from,
+                                       graded_exit, submission_from)
 from grader.reports import FORMATS, render
+from grader.reports.filters import score
 from grader.timing.config import with_overrides
 
 
@@ -21,7 +24,7 @@ def register(sub) -> None:
                    help=f"report format: {', '.join(FORMATS)} (json: Gradescope's results.json; "
                         "default: the first of [reports] formats)")
     p.add_argument("--output", metavar="FILE", help="write the report here instead of standard output")
-    p.add_argument("--color", choices=("auto", "always", "never"), default=None)
+    add_color_arguments(p)
     p.add_argument("--timeout", type=float, metavar="S", help="per-call time limit, seconds")
     p.add_argument("--jobs", type=int, metavar="N", help="exercises graded at once (0: one per CPU core)")
     p.add_argument("--perf", action="store_true", default=None,
@@ -30,20 +33,35 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def process_seconds() -> float | None:
+    """Wall time since this process started (Linux's /proc), interpreter start-up and imports included;
+    None where /proc is not there."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as f:
+            started = int(f.read().rsplit(")", 1)[1].split()[19])      # field 22: start time, in clock ticks
+        with open("/proc/uptime", encoding="ascii") as f:
+            uptime = float(f.read().split()[0])
+        return max(0.0, uptime - started / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def run(args) -> int:
+    begun = time.monotonic()
     config = config_from(args, call_timeout=args.timeout, jobs=args.jobs, color=args.color,
                          formats=(args.format,) if args.format else None)
     if args.perf:
         config = with_overrides(config, enabled=True)
     fmt = config.formats[0] if config.formats else "terminal"     # --format, else the first of [reports] formats
     result = api.grade(submission_from(args, config), args.names, config)
-    color = {"always": True, "never": False}.get(config.color)
-    text = render(result, fmt, color=color if not args.output else False, visibility=config.visibility)
+    wall = process_seconds() or time.monotonic() - begun          # the whole run, as the student waited for it
+    text = render(result, fmt, color=color_of(config) if not args.output else False, visibility=config.visibility,
+                  wall_seconds=wall)
     if args.output:
         os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
         with open(args.output, "w", encoding="utf-8") as f:
             f.write(text)
-        print(f"{result.score:g} / {result.max_score:g} — report written to {args.output}", file=sys.stderr)
+        print(f"{score(result.score, result.max_score)} — report written to {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
     return graded_exit(result, result.all_passed)
