@@ -141,3 +141,12 @@ def test_bad_deadline_values_name_the_key_and_the_fix(tmp_path, text, fragment):
     with pytest.raises(ConfigError, match=fragment) as e:
         load_config(write(tmp_path, text), env={})
     assert str(tmp_path) in str(e.value)
+
+
+def test_the_commented_deadline_example_in_autograde_toml_is_valid(tmp_path):
+    text = (ROOT / "autograde.toml").read_text()
+    example = text[text.index("#   [deadline]"):].splitlines()
+    body = "\n".join(line[4:] for line in example if line.startswith("#   "))
+    cfg = load_config(write(tmp_path, body), env={})
+    assert cfg.deadline.source.value == "nbgrader" and cfg.deadline.max_penalty_percent == 50
+    assert load_config(str(ROOT / "autograde.toml"), env={}).deadline is None      # off while commented out
