@@ -9,8 +9,8 @@ fingerprinting", SIGMOD 2003), as copydetect 0.5 implements it:
 2. Every run of `noise` consecutive characters of that normalised text (a k-gram) is hashed;
    winnowing keeps the smallest hash of each window of `guarantee - noise + 1` k-grams, so any
    shared run of at least `guarantee` characters is found, and none shorter than `noise` counts.
-3. Fingerprints of the starter files (every k-gram of them, not only the winnowed ones) are
-   removed from each document before comparing: code every student received matches nothing.
+3. The starter files are subtracted before comparing: a fingerprint whose k-gram lies mostly in
+   code every student received (see fingerprint()) is dropped, so that code matches nothing.
 4. Two documents share the fingerprints in both sets; the runs those cover, over the runs all
    the document's remaining fingerprints cover, is the share of that document found in the other.
    Reordering functions moves the runs but keeps them, so it hides nothing either.
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from copydetect import CodeFingerprint, compare_files
-from copydetect.utils import find_fingerprint_overlap, get_copied_slices
+from copydetect.utils import find_fingerprint_overlap, get_copied_slices, get_token_coverage
 from pygments import lexers, token
 
 from grader.similarity.records import Region, Settings
@@ -45,12 +45,20 @@ def prepare(text: str) -> str:
     return text + "\n"
 
 
-def boilerplate_hashes(texts: list[str], settings: Settings) -> np.ndarray:
-    """Every k-gram hash of the starter texts (window 1: all of them, as copydetect does)."""
-    hashes: set = set()
+@dataclass(frozen=True)
+class Starter:
+    """The starter files as runs of normalised code: every `gram`-character substring of them."""
+
+    grams: frozenset[str]
+    gram: int
+
+
+def starter(texts: list[str], settings: Settings) -> Starter:
+    grams: set[str] = set()
     for text in texts:
-        hashes |= _fingerprint(prepare(text), settings.noise, 1, None).hashes
-    return np.unique(np.array(sorted(hashes), dtype=np.int64))
+        code = _fingerprint(prepare(text), settings.noise, 1, None).filtered_code
+        grams.update(code[i:i + settings.starter_gram] for i in range(len(code) - settings.starter_gram + 1))
+    return Starter(frozenset(grams), settings.starter_gram)
 
 
 @dataclass(frozen=True)
@@ -63,9 +71,33 @@ class Fingerprint:
         return float(self.code.token_coverage)
 
 
-def fingerprint(text: str, settings: Settings, boilerplate: np.ndarray) -> Fingerprint:
-    """`text` must be prepare()d: the regions found are offsets into it."""
-    return Fingerprint(_fingerprint(text, settings.noise, settings.window, boilerplate))
+def fingerprint(text: str, settings: Settings, given: Starter) -> Fingerprint:
+    """`text` must be prepare()d: the regions found are offsets into it.
+
+    The starter code is subtracted by position, not only by hash: every character of the
+    normalised text inside a run of `given.gram` characters that also occurs in the starter
+    files is the starter's, and a fingerprint whose k-gram is more than half the starter's is
+    dropped. copydetect's own subtraction (boilerplate=, exact k-gram hashes) leaves the
+    k-grams that straddle a stub's signature and docstring and a student's first line: two
+    students who fill in the same stub differently share those whatever they write (two
+    different one-line answers scored 45 % that way)."""
+    code = _fingerprint(text, settings.noise, settings.window, None)
+    filtered, k = code.filtered_code, code.k
+    marked = np.zeros(len(filtered) + 1, dtype=np.int32)
+    g = given.gram
+    for i in range(len(filtered) - g + 1):
+        if filtered[i:i + g] in given.grams:
+            marked[i] += 1
+            marked[i + g] -= 1
+    covered = np.concatenate([[0], np.cumsum(np.cumsum(marked)[:-1] > 0)])   # starter characters before i
+    kept = {}
+    for h, positions in code.hash_idx.items():
+        own = [p for p in positions if 2 * (covered[min(p + k, len(filtered))] - covered[p]) <= k]
+        if own:
+            kept[h] = own
+    code.hash_idx, code.hashes = kept, set(kept)
+    code.token_coverage = get_token_coverage(kept, k, len(filtered))
+    return Fingerprint(code)
 
 
 def _fingerprint(text: str, k: int, window: int, boilerplate) -> CodeFingerprint:

@@ -8,6 +8,7 @@ flagged pairs only.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from itertools import combinations, product
 from typing import Mapping, Sequence
 
@@ -15,13 +16,18 @@ from grader.similarity import fingerprints
 from grader.similarity.records import Document, ModuleResult, Pair, Settings, Term
 
 
+def page_name(module: str, rank: int) -> str:
+    """A flagged pair's side-by-side page, relative to the output folder (no student text in it)."""
+    return f"pairs/{module}-{rank}.html"
+
+
 def rank_module(module: str, documents: Sequence[Document], starter: Sequence[str], settings: Settings) -> ModuleResult:
     """All pairs of `documents` (one module, both terms) with `starter` subtracted."""
-    boilerplate = fingerprints.boilerplate_hashes(list(starter), settings)
+    given = fingerprints.starter(list(starter), settings)
     prints = {}
     empty = []
     for doc in documents:
-        fp = fingerprints.fingerprint(doc.text, settings, boilerplate)
+        fp = fingerprints.fingerprint(doc.text, settings, given)
         if fp.own > 0:
             prints[doc] = fp
         else:
@@ -36,12 +42,10 @@ def rank_module(module: str, documents: Sequence[Document], starter: Sequence[st
         if max(m.share_a, m.share_b) < settings.floor:
             continue
         flagged = max(m.share_a, m.share_b) >= settings.threshold and m.matched >= settings.min_matched
-        pair = Pair(module, a, b, m.share_a, m.share_b, m.matched, flagged)
-        if flagged:
-            ra, rb = fingerprints.regions(prints[a], prints[b])
-            pair = Pair(module, a, b, m.share_a, m.share_b, m.matched, flagged, ra, rb)
-        pairs.append(pair)
+        ra, rb = fingerprints.regions(prints[a], prints[b]) if flagged else ((), ())
+        pairs.append(Pair(module, a, b, m.share_a, m.share_b, m.matched, flagged, ra, rb))
     pairs.sort(key=lambda p: (-p.score, -p.matched, p.a.student, p.b.student))
+    pairs = [replace(p, page=page_name(module, rank)) if p.flagged else p for rank, p in enumerate(pairs, 1)]
     return ModuleResult(module, len(prints), compared, tuple(pairs), tuple(sorted(empty)))
 
 

@@ -26,6 +26,7 @@ class Settings:
     noise: int = 25             # k: matches shorter than this many normalised characters are ignored
     guarantee: int = 30         # matches at least this long are always found (winnowing window = guarantee - noise + 1)
     min_matched: int = 60       # a flagged pair shares at least this many normalised characters
+    starter_gram: int = 10      # runs of this many normalised characters found in the starter files are theirs
 
     @property
     def window(self) -> int:

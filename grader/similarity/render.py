@@ -36,24 +36,8 @@ def sentence(pair: Pair) -> str:
             f"{pair.b.label}: {percent(pair.share_b)}); review them side by side.")
 
 
-def page_name(module: str, rank: int) -> str:
-    return f"pairs/{module}-{rank}.html"
-
-
-def with_pages(report: Report) -> Report:
-    """The report with each flagged pair's page name filled in."""
-    from dataclasses import replace
-    modules = []
-    for m in report.modules:
-        pairs = tuple(replace(p, page=page_name(m.module, i)) if p.flagged else p
-                      for i, p in enumerate(m.pairs, 1))
-        modules.append(replace(m, pairs=pairs))
-    return replace(report, modules=tuple(modules))
-
-
 def render(report: Report, title: str = "") -> dict[str, str]:
     """Every file of the report, by path relative to the output folder."""
-    report = with_pages(report)
     generated = time.strftime("%Y-%m-%d %H:%M")
     files = {"index.html": template("similarity_index.html.j2").render(
         r=report, title=title, generated=generated, percent=percent, sentence=sentence, Term=Term)}
