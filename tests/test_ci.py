@@ -156,7 +156,7 @@ def test_init_ci_classroom_flavour_reports_through_the_classroom_reporter(tmp_pa
     p = grader("init-ci", "--classroom", "attention", cwd=course)
     assert p.returncode == 0, p.stderr
     text = (course / ".github/workflows/classroom.yml").read_text()
-    assert "classroom-resources/autograding-grading-reporter@v1" in text
+    assert "classroom-resources/autograding-grading-reporter@d13b5912daf5042ac1b71bc38bdb4a6bcd61d8ca # v1" in text
     assert 'GRADER_RESULTS: "${{ steps.grader.outputs.result }}"' in text and "runners: grader" in text
     args = workflow_command(text, "grader")
     assert "--classroom" in args and args[args.index("--submission") + 1] == "exercises"
@@ -173,3 +173,100 @@ def test_classroom_status_is_error_only_for_an_unreadable_submission():
     unreadable = SubmissionResult(submission="x.zip", exercises=(bad,), errors=("x.zip: not a zip",))
     assert classroom_result(unreadable)["status"] == "error"
     assert classroom_result(SubmissionResult(submission="d", exercises=(bad,)))["status"] == "fail"
+
+
+# -- the generated workflows: pinned actions, pip cache, the empty-secret warning, zizmor ----------
+USES = re.compile(r"^\s*(?:- )?uses: ([\w.-]+/[\w./-]+)@(\S+)(?: # (\S+))?\s*$")
+
+
+@pytest.fixture(scope="module")
+def workflows(tmp_path_factory):
+    """Both flavours for this repository (it has constraints.txt), the pull-request one also for a
+    course without it; written where zizmor looks for workflows."""
+    import shutil
+    from grader import api
+    from grader.frontends.ci.workflow import WorkflowOptions, render_workflow
+    root = tmp_path_factory.mktemp("workflows")
+    bare = root / "bare"
+    bare.mkdir()
+    shutil.copy(ROOT / "autograde.toml", bare / "autograde.toml")
+    folder = root / ".github" / "workflows"
+    folder.mkdir(parents=True)
+    texts = {"grade.yml": render_workflow(api.load(str(ROOT / "autograde.toml")), WorkflowOptions()),
+             "classroom.yml": render_workflow(api.load(str(ROOT / "autograde.toml")),
+                                              WorkflowOptions(flavour="classroom")),
+             "bare.yml": render_workflow(api.load(str(bare / "autograde.toml")), WorkflowOptions())}
+    for name, text in texts.items():
+        (folder / name).write_text(text)
+    return folder, texts
+
+
+def _steps(text):
+    import yaml
+    (job,) = yaml.safe_load(text)["jobs"].values()
+    return job["steps"]
+
+
+def test_every_action_is_pinned_by_commit_with_its_tag(workflows):
+    from grader.frontends.ci.workflow import ACTIONS
+    _, texts = workflows
+    for name, text in texts.items():
+        pinned = [USES.match(line) for line in text.splitlines() if re.match(r"^\s*(- )?uses:", line)]
+        assert pinned and all(pinned), name
+        for m in pinned:
+            action, ref, tag = m.groups()
+            assert re.fullmatch(r"[0-9a-f]{40}", ref) and tag and tag.startswith("v"), m.group(0)
+            assert (action, ref, tag) in ACTIONS.values(), m.group(0)
+
+
+def test_pip_is_cached_on_the_constraints_and_saved_before_student_code_runs(workflows):
+    _, texts = workflows
+    names = [s.get("name", s.get("uses", "")) for s in _steps(texts["grade.yml"])]
+    steps = {s.get("id") or s.get("name"): s for s in _steps(texts["grade.yml"])}
+    restore, save = steps["pip-cache"], steps["Save pip's download cache (before any student code runs)"]
+    key = "grader-pip-${{ runner.os }}-py3.11-${{ hashFiles('trusted/constraints.txt') }}"
+    assert restore["with"] == save["with"] == {"path": "~/.cache/pip", "key": key}
+    assert restore["uses"].startswith("actions/cache/restore@") and save["uses"].startswith("actions/cache/save@")
+    install = next(i for i, n in enumerate(names) if n.startswith("Install"))
+    assert names.index(restore["name"]) < install < names.index(save["name"]) < names.index("Grade")
+    bare_key = r"key: grader-pip-\$\{\{ runner.os }}-py3.11-[0-9a-f]{16}"   # no constraints.txt: the install command
+    assert "hashFiles" not in texts["bare.yml"] and re.search(bare_key, texts["bare.yml"])
+    python = next(s for s in _steps(texts["classroom.yml"]) if s.get("uses", "").startswith("actions/setup-python@"))
+    assert python["with"] == {"python-version": "3.11", "cache": "pip", "cache-dependency-path": "constraints.txt"}
+
+
+@pytest.mark.parametrize("flavour", ["grade.yml", "classroom.yml"])
+def test_an_empty_secret_warns_in_the_job_summary(workflows, tmp_path, flavour):
+    """The seed step, run as the runner runs it (bash -e), with the secret empty and then set."""
+    _, texts = workflows
+    step = next(s for s in _steps(texts[flavour]) if s.get("name", "").startswith("Hand the secret seed"))
+    assert step["env"] == {"SEED": "${{ secrets.GRADER_SECRET_SEED }}"}
+    summary = tmp_path / "summary.md"
+    for seed in ("", "12345"):
+        summary.write_text("")
+        p = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=tmp_path, capture_output=True, text=True,
+                           env={"PATH": os.environ["PATH"], "SEED": seed, "GITHUB_STEP_SUMMARY": str(summary)})
+        assert p.returncode == 0, p.stderr
+        assert (tmp_path / "grader-seed").read_text() == seed
+        if seed:
+            assert summary.read_text() == "" and "::warning" not in p.stdout
+        else:
+            assert p.stdout.startswith("::warning title=Hidden cases off::the repository secret GRADER_SECRET_SEED")
+            assert summary.read_text().startswith("> [!WARNING]\n> **Hidden cases are off**: the repository secret "
+                                                  "`GRADER_SECRET_SEED` is empty or not set")
+
+
+def test_zizmor_finds_nothing_above_low_but_the_intended_trigger(workflows):
+    """zizmor (the test extras install it) on the generated workflows, offline: the one finding above
+    "low" is `pull_request_target`, which the template explains in its comments."""
+    folder, texts = workflows
+    zizmor = os.path.join(os.path.dirname(sys.executable), "zizmor")
+    assert os.path.exists(zizmor), "zizmor is missing: pip install -c constraints.txt -e '.[test]'"
+    p = subprocess.run([zizmor, "--offline", "--format", "json", str(folder)], capture_output=True, text=True,
+                       timeout=120)
+    findings = json.loads(p.stdout)
+    above = [(f["ident"], f["locations"][0]["symbolic"]["key"]["Local"]["verbatim_path"]) for f in findings
+             if f["determinations"]["severity"] not in ("Informational", "Low", "Unknown")]
+    assert sorted(above) == [("dangerous-triggers", str(folder / "bare.yml")),
+                             ("dangerous-triggers", str(folder / "grade.yml"))], p.stdout[-3000:]
+    assert "zizmor flags `pull_request_target` as a dangerous trigger" in texts["grade.yml"]

@@ -7,9 +7,15 @@ Two flavours, both templates beside this file:
   classroom-resources/autograding-grading-reporter.
 The templates use `<< >>` and `<% %>` as jinja2 delimiters, so GitHub's own `${{ }}`
 expressions pass through untouched; YAML is not HTML, so no autoescape.
+
+Every action is pinned by the 40-hex commit its release tag points to (ACTIONS; a tag can be
+moved, a commit cannot), the tag kept in a comment for people and Dependabot. pip's download
+cache is keyed on constraints.txt (on the install command where the course has none). The
+secret-seed step warns in the job summary when the secret is empty: hidden cases are then off.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import shlex
 from dataclasses import dataclass
@@ -22,10 +28,30 @@ from grader.config import Config
 
 _ENV = Environment(loader=FileSystemLoader(os.path.join(os.path.dirname(__file__), "templates")),
                    undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True,
+                   trim_blocks=True, lstrip_blocks=True,
                    variable_start_string="<<", variable_end_string=">>",
                    block_start_string="<%", block_end_string="%>", comment_start_string="<#", comment_end_string="#>")
 
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"   # the CPU wheel: the CUDA one is gigabytes
+
+# name in the templates -> (action, commit, the release tag that commit is). Commits read from the
+# actions' own repositories (`git rev-parse <tag>^{commit}`); to update, take the newest release
+# tag's commit the same way and change both columns together.
+ACTIONS = {
+    "checkout": ("actions/checkout", "11d5960a326750d5838078e36cf38b85af677262", "v4.4.0"),
+    "setup_python": ("actions/setup-python", "a26af69be951a213d495a4c3e4e4022e16d87065", "v5.6.0"),
+    "cache_restore": ("actions/cache/restore", "0057852bfaa89a56745cba8c7296529d2fc39830", "v4.3.0"),
+    "cache_save": ("actions/cache/save", "0057852bfaa89a56745cba8c7296529d2fc39830", "v4.3.0"),
+    "upload_artifact": ("actions/upload-artifact", "ea165f8d65b6e75b540449e92b4886f43607fa02", "v4.6.2"),
+    "classroom_reporter": ("classroom-resources/autograding-grading-reporter",
+                           "d13b5912daf5042ac1b71bc38bdb4a6bcd61d8ca", "v1"),
+}
+
+
+def uses(name: str) -> str:
+    """The `uses:` value of an action: `owner/repo@<commit> # <tag>`."""
+    action, commit, tag = ACTIONS[name]
+    return f"{action}@{commit} # {tag}"
 
 
 @dataclass(frozen=True)
@@ -61,7 +87,8 @@ def render_workflow(config: Config, options: WorkflowOptions) -> str:
     if install == ".":
         install = "./trusted" if pr else "."
     pip = ["python", "-m", "pip", "install", "--extra-index-url", TORCH_INDEX]
-    if os.path.exists(os.path.join(config.root, "constraints.txt")):
+    constraints = os.path.exists(os.path.join(config.root, "constraints.txt"))
+    if constraints:
         pip += ["-c", f"{trusted}constraints.txt"]
     config_rel = os.path.relpath(config.path, config.root).replace(os.sep, "/")
     submission = _relative(config.submission, config)
@@ -74,7 +101,15 @@ def render_workflow(config: Config, options: WorkflowOptions) -> str:
         grade += ["--min-score", options.min_score]
     if not pr:
         grade.append("--classroom")
+    install_command = shlex.join(pip + [install])
+    if constraints:
+        cache_source, digest = f"{trusted}constraints.txt", f"${{{{ hashFiles('{trusted}constraints.txt') }}}}"
+    else:
+        cache_source = "the install command (the course has no constraints.txt)"
+        digest = hashlib.sha256(install_command.encode()).hexdigest()[:16]
     template = _ENV.get_template("pull_request.yml.j2" if pr else "classroom.yml.j2")
     return template.render(version=__version__, submission=submission, seed_env=config.seed_env,
-                           timeout_minutes=options.timeout_minutes,
-                           install_command=shlex.join(pip + [install]), grade_command=shlex.join(grade))
+                           timeout_minutes=options.timeout_minutes, install_command=install_command,
+                           grade_command=shlex.join(grade), actions={name: uses(name) for name in ACTIONS},
+                           constraints=constraints, cache_source=cache_source,
+                           cache_key=f"grader-pip-${{{{ runner.os }}}}-py3.11-{digest}")
