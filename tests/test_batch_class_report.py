@@ -1,8 +1,15 @@
 """The class report from gradebook rows: every number is computed once, in class_stats, and the
-page shows them with real charts embedded (no external files)."""
+page shows them (bs4 here; in a real browser: tests/test_browser_reports.py): grouped by module,
+a student x exercise grid whose every cell links to that student's feedback, mistakes with how
+many students made each, one row per troubled student, sortable tables, nothing fetched."""
+import base64
+import hashlib
 import re
 
-from grader.frontends.batch.class_report import class_stats, render
+from bs4 import BeautifulSoup
+
+from grader.frontends.batch.class_report import BANDS, class_stats, feedback_link, render
+from grader.frontends.batch.discover import folder_name
 from grader.frontends.batch.gradebook import Row
 from grader.results import CaseResult, ExerciseResult, PerfResult, Status, SubmissionResult
 
@@ -47,14 +54,70 @@ def test_numbers():
     assert s.full_marks == 3 and abs(s.mean - sum(r.score for r in klass()) / 8) < 1e-12
 
 
-def test_page_is_self_contained_with_charts():
+def test_modules_grid_and_mistakes_per_exercise():
+    s = class_stats(klass())
+    (module,) = s.modules
+    assert (module.name, module.exercises, module.max_points, module.full) == ("attention", (MASK, SDPA), 4.0, 3)
+    # shares of the module's points: h 0; d, e 3/4 (not under 75%); f, g 1/4; a, b, c full
+    assert dict(zip((label for label, _ in BANDS), module.bands)) == {
+        "0": 1, "<25%": 0, "<50%": 2, "<75%": 0, "<100%": 2, "100%": 3}
+    assert s.exercises[0].mistakes == (("mask inverted", 2),)
+    assert s.exercises[1].mistakes == (("missing 1/sqrt(d_k)", 1),)
+    assert [line.student for line in s.grid] == ["h", "f", "g", "d", "e", "a", "b", "c"]    # lowest total first
+    d = s.grid[3]
+    cells = [(c.exercise, c.status, c.points, c.level) for c in d.cells]
+    assert cells == [(MASK, "failed", 0.0, 0), (SDPA, "passed", 3.0, 4)]
+    assert d.link == "students/d/feedback.html" and d.modules == (3.0,)
+
+
+def test_every_grid_cell_links_to_that_students_feedback_on_that_exercise():
+    rows = klass() + [row("ann/é x", mask=Status.FAILED)]
+    page = BeautifulSoup(render(class_stats(rows), "Attention", {}), "html.parser")
+    grid = page.select_one("table#grid")
+    lines = grid.select("tbody tr")
+    assert len(lines) == 9
+    for line in lines:
+        student = line["data-student"]
+        links = [a["href"] for a in line.select("td.c a")]
+        assert links == [f"students/{folder_name(student)}/feedback.html#{i}" for i in (MASK, SDPA)]
+        assert line.select_one("th.who a")["href"] == feedback_link(student)
+    assert folder_name("ann/é x") != "ann/é x" and feedback_link("ann/é x").startswith("students/ann_")
+    heads = [th.get_text(strip=True) for th in grid.select("tr.exercises th")]
+    assert heads == ["causal_mask", "scaled_dot_product_attention"]
+    assert [th.get_text(strip=True) for th in grid.select("tr.modules th")] == ["student", "score", "attention"]
+
+
+def test_crashes_count_students_and_list_each_once():
+    crashes = {e: Status.CRASHED for e in ("mask", "sdpa")}
+    rows = klass() + [row("zed", **crashes), row("yan", sdpa=Status.TIMEOUT)]
+    s = class_stats(rows)
+    assert len(s.troubles) == 5                                       # g, h, zed twice, yan
+    groups = {t.student: t for t in s.trouble_groups}
+    assert set(groups) == {"g", "h", "zed", "yan"}
+    assert groups["zed"].what == "crashed in 2" and groups["zed"].exercises == (MASK, SDPA)
+    assert groups["zed"].messages == ("crashed here",)                # the same line once
+    assert groups["h"].what == "unreadable" and groups["h"].exercises == ()
+    page = BeautifulSoup(render(s, "Attention", {}), "html.parser")
+    card = page.select_one('[data-stat="troubles"]')
+    assert card["data-students"] == "4" and "4 students whose code crashed" in card.get_text(" ", strip=True)
+    assert [tr["data-student"] for tr in page.select("#troubles tbody tr")] == ["g", "h", "zed", "yan"]
+
+
+def test_page_is_self_contained_sortable_and_its_one_script_is_allowed_by_hash():
     html = render(class_stats(klass()), "Attention", {"hidden cases": "no"})
-    images = re.findall(r'<img src="([^"]+)"', html)
-    assert len(images) == 4                                  # histogram, pass rates, heatmap, performance
+    page = BeautifulSoup(html, "html.parser")
+    images = [img["src"] for img in page.select("img")]
+    assert len(images) == 2                                  # histogram, performance; the rest is HTML
     assert all(src.startswith("data:image/png;base64,") and len(src) > 2000 for src in images)
     assert 'id="chart-performance"' in html and "2.00x" in html
     assert not re.search(r'(src|href)="(https?:)?//', html)
-    assert "<script" not in html
+    (script,) = page.select("script")
+    digest = base64.b64encode(hashlib.sha256(script.string.encode()).digest()).decode()
+    csp = page.select_one('meta[http-equiv="Content-Security-Policy"]')["content"]
+    assert f"script-src 'sha256-{digest}'" in csp and "default-src 'none'" in csp
+    for table in ("modules", "mistakes", "grid", "exercises", "troubles", "students"):
+        assert page.select(f"table#{table}.sortable th[data-col]"), table
+    assert [tr["data-module"] for tr in page.select("#modules tbody tr")] == ["attention"]
 
 
 def test_report_escapes_student_controlled_text():
