@@ -271,3 +271,46 @@ def test_grader_batch_records_scores_in_the_nbgrader_gradebook(course, tmp_path)
     rows = _export(course, db)
     assert {s: float(r["score"]) for s, r in rows.items()} == {"bob": 6.5}
     assert _nbgrader_scores(db, "bob") == BUGGY_SDPA
+
+
+# ------------------------------------------------------------------ nbformat, and nbgrader by full path
+def test_source_notebooks_are_written_by_nbformat(tmp_path, config):
+    """What is on disk is nbformat's own serialisation of a notebook that passes nbformat.validate."""
+    import nbformat
+    path, = write_source_notebooks(str(SOLUTIONS), str(tmp_path), config, ["attention"])
+    nb = nbformat.read(path, as_version=nbformat.NO_CONVERT)
+    nbformat.validate(nb)
+    assert (nb.nbformat, nb.nbformat_minor) == (4, 5) and len({c.id for c in nb.cells}) == len(nb.cells)
+    assert Path(path).read_text(encoding="utf-8") == nbformat.writes(nb) + "\n"
+
+
+def test_an_existing_nbgrader_config_is_kept_and_the_fix_is_said(tmp_path):
+    from grader.frontends.notebooks.generate import PATH_LINE, write_nbgrader_config
+    assert write_nbgrader_config(str(tmp_path)).startswith("wrote ")
+    assert PATH_LINE in (tmp_path / "nbgrader_config.py").read_text()
+    assert write_nbgrader_config(str(tmp_path)).startswith("kept ")
+    (tmp_path / "nbgrader_config.py").write_text("c = get_config()\n")
+    said = write_nbgrader_config(str(tmp_path))
+    assert said.startswith("kept ") and "alembic" in said and PATH_LINE in said
+    assert (tmp_path / "nbgrader_config.py").read_text() == "c = get_config()\n"
+
+
+@pytest.mark.slow
+def test_the_venvs_nbgrader_by_full_path_generates_the_assignment(tmp_path):
+    """`.venv/bin/nbgrader generate_assignment` with a PATH that lacks .venv/bin (nbgrader runs
+    `alembic` by name): the nbgrader_config.py `grader notebooks` writes puts the folder on PATH."""
+    import nbformat
+    from grader.cli import main
+    course = tmp_path / "course"
+    assert main(["notebooks", "attention", "--out", str(course), "--assignment", ASSIGNMENT,
+                 "--config", str(ROOT / "autograde.toml")]) == 0
+    env = {k: v for k, v in _env(tmp_path).items() if k not in ("PATH", "VIRTUAL_ENV")}
+    env["PATH"] = "/usr/bin:/bin"
+    bindir = os.path.dirname(sys.executable)
+    assert shutil.which("alembic", path=env["PATH"]) is None and os.path.exists(os.path.join(bindir, "alembic"))
+    proc = subprocess.run([os.path.join(bindir, "nbgrader"), "generate_assignment", ASSIGNMENT], cwd=course,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    release = nbformat.read(course / "release" / ASSIGNMENT / "attention.ipynb", as_version=4)
+    nbformat.validate(release)
+    assert "### BEGIN SOLUTION" not in nbformat.writes(release)

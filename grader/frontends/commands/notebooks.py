@@ -1,7 +1,10 @@
-"""`grader notebooks --out COURSE_DIR [MODULE ...] [--assignment NAME]`: nbgrader source notebooks."""
+"""`grader notebooks --out COURSE_DIR [MODULE ...] [--assignment NAME]`: nbgrader source notebooks,
+and an nbgrader_config.py that lets nbgrader find `alembic` when it is called by its full path."""
 from __future__ import annotations
 
 import os
+import shlex
+import sys
 
 from grader.errors import ExitCode, UsageError
 from grader.frontends.commands import add_config_argument, config_from, resolve
@@ -23,7 +26,11 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from grader.catalog import select
-    from grader.frontends.notebooks.generate import write_source_notebooks
+    try:
+        from grader.frontends.notebooks.generate import write_nbgrader_config, write_source_notebooks
+    except ImportError as e:
+        raise UsageError(f"grader notebooks needs nbformat ({e}): pip install -c constraints.txt "
+                         "'nn-grader[notebooks]'") from None
 
     config = config_from(args)
     solutions = resolve(config, config.solutions)
@@ -39,5 +46,9 @@ def run(args) -> int:
         folder = os.path.join(args.out, "source", args.assignment or module)
         for path in write_source_notebooks(solutions, folder, config, [module]):
             print(f"wrote {path}")
-    print(f"next: cd {args.out} && " + " && ".join(f"nbgrader generate_assignment {a}" for a in assignments))
+    print(write_nbgrader_config(args.out))
+    here = os.path.join(os.path.dirname(sys.executable), "nbgrader")
+    nbgrader = shlex.quote(here) if os.path.exists(here) else "nbgrader"
+    print(f"next: cd {shlex.quote(args.out)} && "
+          + " && ".join(f"{nbgrader} generate_assignment {a}" for a in assignments))
     return ExitCode.OK

@@ -18,16 +18,23 @@ has grade_id `attention-causal_mask` (`.` -> `-`; ids have no `-` of their own, 
 one to one: grade_id_of / exercise_of_grade_id). Other locked cells get suffixed ids
 (`attention-causal_mask-solution`, `-description`), never mistaken for a test cell since
 only test cells are grade cells.
+
+Notebooks are built with nbformat (`nbformat.v4.new_*`), checked with `nbformat.validate` before
+they are written, and written with `nbformat.write`. nbgrader runs `alembic` (its database
+migrations) by name, so `write_nbgrader_config` gives a new course directory an
+`nbgrader_config.py` that puts the running interpreter's folder on PATH: `.venv/bin/nbgrader
+generate_assignment` then works without activating the virtual environment.
 """
 from __future__ import annotations
 
 import ast
 import inspect
-import json
 import os
 import re
 import textwrap
 from pathlib import Path
+
+import nbformat
 
 from grader.config import Config
 
@@ -81,15 +88,42 @@ def write_source_notebooks(solutions_dir: str, out_dir: str, config: Config,
             continue
         nb = source_notebook(path.read_text(), path.stem, specs, config)
         dest = os.path.join(out_dir, f"{path.stem}.ipynb")
-        with open(dest, "w", encoding="utf-8") as f:
-            json.dump(nb, f, indent=1, ensure_ascii=False)
-            f.write("\n")
+        nbformat.write(nb, dest)
         written.append(dest)
     return written
 
 
-def source_notebook(source: str, module: str, specs: dict, config: Config) -> dict:
-    """The nbgrader source notebook (nbformat 4.5, as a dict) of one solution module."""
+NBGRADER_CONFIG = """\
+# Written by `grader notebooks`. nbgrader runs `alembic` (its database migrations) by name: the
+# folder of the Python running nbgrader goes first on PATH, so `.venv/bin/nbgrader ...` works
+# without activating the virtual environment.
+import os
+import sys
+
+os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+c = get_config()  # noqa: F821 (nbgrader defines it)
+"""
+PATH_LINE = 'os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable)'
+
+
+def write_nbgrader_config(course_dir: str) -> str:
+    """Write <course_dir>/nbgrader_config.py when there is none; returns what was done, in words.
+    An existing one is left alone; when it lacks the PATH line, the words say what to add."""
+    path = os.path.join(course_dir, "nbgrader_config.py")
+    if not os.path.exists(path):
+        os.makedirs(course_dir, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(NBGRADER_CONFIG)
+        return f"wrote {path} (puts this Python's folder on PATH for nbgrader's alembic)"
+    with open(path, encoding="utf-8") as f:
+        if PATH_LINE in f.read():
+            return f"kept {path}"
+    return (f"kept {path}; nbgrader calls `alembic` from PATH: run it with the virtual environment's bin folder "
+            f"on PATH, or add to that file:\n    import os, sys\n    {PATH_LINE}, os.environ.get(\"PATH\", \"\")])")
+
+
+def source_notebook(source: str, module: str, specs: dict, config: Config) -> nbformat.NotebookNode:
+    """The nbgrader source notebook (nbformat 4.5) of one solution module, validated."""
     from grader.pipeline.scoring import max_points
     tree = ast.parse(source)
     lines = source.splitlines()
@@ -122,8 +156,9 @@ def source_notebook(source: str, module: str, specs: dict, config: Config) -> di
                            grade=True, locked=True, points=pts))
     if pending:
         cells.append(_code(f"{module}-code-{len(cells)}", "\n".join(pending), locked=True))
-    return {"cells": cells, "metadata": {"kernelspec": KERNELSPEC, "language_info": {"name": "python"}},
-            "nbformat": 4, "nbformat_minor": 5}
+    nb = nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": KERNELSPEC, "language_info": {"name": "python"}})
+    nbformat.validate(nb)
+    return nb
 
 
 def _end(lines: list[str], end: int) -> int:
@@ -203,16 +238,14 @@ def _escape(line: str) -> str:
     return "`".join(p if i % 2 else _ESCAPE.sub(r"\\\1", p) for i, p in enumerate(parts))
 
 
-def _markdown(cell_id: str, text: str) -> dict:
-    return {"cell_type": "markdown", "id": cell_id, "metadata": {"nbgrader": _meta(cell_id, locked=True)},
-            "source": text}
+def _markdown(cell_id: str, text: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_markdown_cell(text, id=cell_id, metadata={"nbgrader": _meta(cell_id, locked=True)})
 
 
 def _code(cell_id: str, text: str, *, grade: bool = False, solution: bool = False, locked: bool = False,
-          points: float | None = None) -> dict:
-    return {"cell_type": "code", "execution_count": None, "id": cell_id,
-            "metadata": {"nbgrader": _meta(cell_id, grade=grade, solution=solution, locked=locked, points=points)},
-            "outputs": [], "source": text}
+          points: float | None = None) -> nbformat.NotebookNode:
+    meta = {"nbgrader": _meta(cell_id, grade=grade, solution=solution, locked=locked, points=points)}
+    return nbformat.v4.new_code_cell(text, id=cell_id, metadata=meta)
 
 
 def _meta(grade_id: str, *, grade: bool = False, solution: bool = False, locked: bool = False,

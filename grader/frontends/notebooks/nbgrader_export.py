@@ -13,7 +13,9 @@ cells the grader has no result for are left as they are.
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 import warnings
 from dataclasses import dataclass, field
 
@@ -48,7 +50,7 @@ def write_scores(db_path: str, assignment: str, results_by_student: dict[str, Su
         raise GradebookError(f"{db_path}: no such gradebook; run `nbgrader generate_assignment {assignment}` "
                              "in the course directory first (it creates gradebook.db)")
     report = WriteReport()
-    with Gradebook(f"sqlite:///{os.path.abspath(db_path)}", course_id) as gb:
+    with _alembic_on_path(), Gradebook(f"sqlite:///{os.path.abspath(db_path)}", course_id) as gb:
         try:
             cells = _grade_cells(gb.find_assignment(assignment))
         except MissingEntry:
@@ -77,6 +79,21 @@ def write_scores(db_path: str, assignment: str, results_by_student: dict[str, Su
             gb.db.commit()
             report.written[student] = written
     return report
+
+
+@contextlib.contextmanager
+def _alembic_on_path():
+    """nbgrader's Gradebook runs `alembic` by name when the database has no tables yet: the folder
+    of this interpreter (a virtual environment's bin, where nbgrader installed it) goes first on PATH."""
+    before = os.environ.get("PATH")
+    os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), before or os.defpath])
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("PATH", None)
+        else:
+            os.environ["PATH"] = before
 
 
 def _grade_cells(assignment) -> dict[tuple[str, str], float]:
