@@ -22,6 +22,7 @@ comparable within one process only, which is where every comparison of a run hap
 """
 from __future__ import annotations
 
+import functools
 import io
 from dataclasses import dataclass
 
@@ -33,7 +34,6 @@ from pygments import lexers, token
 from grader.similarity.records import Region, Settings
 
 LANGUAGE = "python"
-LINKS_PER_HASH = 8          # positions of one repeated k-gram linked across the two sides
 
 
 def prepare(text: str) -> str:
@@ -94,7 +94,7 @@ def fingerprint(text: str, settings: Settings, given: Starter) -> Fingerprint:
     for h, positions in code.hash_idx.items():
         own = [p for p in positions if 2 * (covered[min(p + k, len(filtered))] - covered[p]) <= k]
         if own:
-            kept[h] = own
+            kept[int(h)] = own          # Python ints: set intersections of numpy scalars are slower
     code.hash_idx, code.hashes = kept, set(kept)
     code.token_coverage = get_token_coverage(kept, k, len(filtered))
     return Fingerprint(code)
@@ -138,12 +138,17 @@ def regions(a: Fingerprint, b: Fingerprint) -> tuple[tuple[Region, ...], tuple[R
             i = parent[i]
         return i
 
-    for h in common:
-        for pa in a.code.hash_idx[h][:LINKS_PER_HASH]:
-            ia = int(np.searchsorted(cut_a[0], pa, side="right")) - 1
-            for pb in b.code.hash_idx[h][:LINKS_PER_HASH]:
-                ib = cut_a.shape[1] + int(np.searchsorted(cut_b[0], pb, side="right")) - 1
-                parent[root(ia)] = root(ib)
+    # Link every occurrence on one side to the first on the other (not all pairs: a k-gram
+    # repeated n times on both sides would cost n * n), vectorised.
+    first_a = {h: a.code.hash_idx[h][0] for h in common}
+    first_b = {h: b.code.hash_idx[h][0] for h in common}
+    links = [(p, first_b[h]) for h in common for p in a.code.hash_idx[h]]
+    links += [(first_a[h], p) for h in common for p in b.code.hash_idx[h][1:]]
+    at = np.array(links, dtype=np.int64)
+    slice_a = np.searchsorted(cut_a[0], at[:, 0], side="right") - 1
+    slice_b = cut_a.shape[1] + np.searchsorted(cut_b[0], at[:, 1], side="right") - 1
+    for ia, ib in set(zip(slice_a.tolist(), slice_b.tolist())):
+        parent[root(ia)] = root(ib)
     number: dict[int, int] = {}
     for i in range(cut_a.shape[1]):          # numbered in the order of a's text
         number.setdefault(root(i), len(number) + 1)
@@ -153,7 +158,8 @@ def regions(a: Fingerprint, b: Fingerprint) -> tuple[tuple[Region, ...], tuple[R
     return side_a, side_b
 
 
-def uncompared(text: str) -> list[tuple[int, int]]:
+@functools.lru_cache(maxsize=1024)        # one document appears in many pairs' pages
+def uncompared(text: str) -> tuple[tuple[int, int], ...]:
     """(start, end) of the comments and docstrings of `text`: not compared (a docstring is one
     string token, whatever it says), so a view does not show them as matching."""
     spans, at = [], 0
@@ -161,4 +167,4 @@ def uncompared(text: str) -> list[tuple[int, int]]:
         if kind in token.Comment or kind in token.String.Doc:
             spans.append((at, at + len(value)))
         at += len(value)
-    return spans
+    return tuple(spans)

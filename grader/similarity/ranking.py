@@ -4,7 +4,8 @@ Pairs are this term x this term and, with a previous term, this term x previous 
 previous x previous: that class was checked in its own term). A pair is flagged when either
 document's share found in the other reaches the threshold and the run of shared code is long
 enough to mean something (Settings.min_matched); the side-by-side regions are worked out for
-flagged pairs only.
+the flagged pairs among the module's first Settings.pages only (a class where hundreds of pairs
+are flagged needs another threshold, not hundreds of pages).
 """
 from __future__ import annotations
 
@@ -42,10 +43,12 @@ def rank_module(module: str, documents: Sequence[Document], starter: Sequence[st
         if max(m.share_a, m.share_b) < settings.floor:
             continue
         flagged = max(m.share_a, m.share_b) >= settings.threshold and m.matched >= settings.min_matched
-        ra, rb = fingerprints.regions(prints[a], prints[b]) if flagged else ((), ())
-        pairs.append(Pair(module, a, b, m.share_a, m.share_b, m.matched, flagged, ra, rb))
+        pairs.append(Pair(module, a, b, m.share_a, m.share_b, m.matched, flagged))
     pairs.sort(key=lambda p: (-p.score, -p.matched, p.a.student, p.b.student))
-    pairs = [replace(p, page=page_name(module, rank)) if p.flagged else p for rank, p in enumerate(pairs, 1)]
+    for rank, p in enumerate(pairs[:settings.pages], 1):       # the best-ranked flagged pairs get a page
+        if p.flagged:
+            ra, rb = fingerprints.regions(prints[p.a], prints[p.b])
+            pairs[rank - 1] = replace(p, regions_a=ra, regions_b=rb, page=page_name(module, rank))
     return ModuleResult(module, len(prints), compared, tuple(pairs), tuple(sorted(empty)))
 
 

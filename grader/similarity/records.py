@@ -27,6 +27,7 @@ class Settings:
     guarantee: int = 30         # matches at least this long are always found (winnowing window = guarantee - noise + 1)
     min_matched: int = 60       # a flagged pair shares at least this many normalised characters
     starter_gram: int = 10      # runs of this many normalised characters found in the starter files are theirs
+    pages: int = 50             # side-by-side pages per module, for its highest-ranked flagged pairs
 
     @property
     def window(self) -> int:
@@ -65,9 +66,9 @@ class Pair:
     share_b: float
     matched: int                # normalised characters of a that match b
     flagged: bool
-    regions_a: tuple[Region, ...] = ()      # filled for flagged pairs only (their side-by-side page)
+    regions_a: tuple[Region, ...] = ()      # filled for pairs with a side-by-side page only
     regions_b: tuple[Region, ...] = ()
-    page: str = ""                          # the side-by-side page, relative to the output folder
+    page: str = ""                          # the side-by-side page, relative to the output folder ("": none)
 
     @property
     def score(self) -> float:
@@ -85,6 +86,11 @@ class ModuleResult:
     @property
     def flagged(self) -> tuple[Pair, ...]:
         return tuple(p for p in self.pairs if p.flagged)
+
+    @property
+    def without_page(self) -> int:
+        """Flagged pairs past Settings.pages: in the table and the CSV, without a page of their own."""
+        return sum(1 for p in self.pairs if p.flagged and not p.page)
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ def render(report: Report, title: str = "") -> dict[str, str]:
     generated = time.strftime("%Y-%m-%d %H:%M")
     files = {"index.html": template("similarity_index.html.j2").render(
         r=report, title=title, generated=generated, percent=percent, sentence=sentence, Term=Term)}
-    for pair in report.flagged:
+    for pair in (p for p in report.flagged if p.page):
         files[pair.page] = template("similarity_pair.html.j2").render(
             p=pair, title=title, generated=generated, percent=percent, sentence=sentence(pair),
             left=side(pair.a.text, pair.regions_a), right=side(pair.b.text, pair.regions_b),
@@ -82,7 +82,7 @@ def _shown(text: str, regions: tuple[Region, ...]) -> list[Region]:
     out: list[Region] = []
     for r in sorted(regions, key=lambda r: r.start):
         start = r.start
-        for g0, g1 in [g for g in gaps if g[1] > r.start and g[0] < r.end] + [(r.end, r.end)]:
+        for g0, g1 in [*(g for g in gaps if g[1] > r.start and g[0] < r.end), (r.end, r.end)]:
             end = min(g0, r.end)
             while start < end and text[start].isspace():
                 start += 1
