@@ -36,7 +36,8 @@ MODULES = ("neurons", "activations", "losses", "mlp", "cnn", "rnn", "lstm", "gru
 def versions(module: str) -> list[str]:
     """The independent versions of a module: the solution and its alt_ fixtures."""
     found = [(ROOT / "solutions" / f"{module}.py").read_text()]
-    found += [p.read_text() for p in sorted((ROOT / "tests" / "fixtures" / "submissions").glob(f"alt_{module}_*/{module}.py"))]
+    fixtures = ROOT / "tests" / "fixtures" / "submissions"
+    found += [p.read_text() for p in sorted(fixtures.glob(f"alt_{module}_*/{module}.py"))]
     return found
 
 

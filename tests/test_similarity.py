@@ -191,3 +191,14 @@ def test_crlf_and_leading_blank_lines_keep_the_regions_on_the_code(tmp_path):
     p = check(entries(tmp_path), ["rnn"], [STUBS]).modules[0].pairs[0]
     shown_b = "".join(p.b.text[r.start:r.end] for r in p.regions_b)
     assert "\r" not in p.b.text and "torch.stack(" in shown_b and "zeros_like" in shown_b
+
+
+def test_only_the_best_ranked_flagged_pairs_get_a_page(klass):
+    r = check(entries(klass), ["rnn"], [STUBS], Settings(pages=2))
+    rnn = r.modules[0]
+    with_page = [p for p in rnn.pairs if p.page]
+    assert len(rnn.flagged) > 2 and [p.page for p in with_page] == ["pairs/rnn-1.html", "pairs/rnn-2.html"]
+    assert all(p.regions_a for p in with_page) and not any(p.regions_a for p in rnn.flagged if not p.page)
+    files = render.render(r)
+    assert sorted(k for k in files if k.startswith("pairs/")) == ["pairs/rnn-1.html", "pairs/rnn-2.html"]
+    assert f"{rnn.without_page} flagged pairs past the first 2" in files["index.html"]
