@@ -19,7 +19,6 @@ An executor reports each task exactly once, as a Done whose `outcome` says what 
 from __future__ import annotations
 
 import enum
-import importlib.util
 import json
 import time
 import traceback
@@ -121,24 +120,23 @@ def parse(done: Done):
 
 def choose(options, names: list[str], config: Config, stream=None) -> Executor:
     """The executor `options` ask for: a Dask cluster with --scheduler/--cluster, else the local pool."""
-    cfg = grading_config(config, options.exercise_jobs)
-    if not (options.scheduler or options.cluster):
-        if options.shared_fs or options.no_wait_gpu:
-            flag = "--shared-fs" if options.shared_fs else "--no-wait-gpu"
-            raise BatchError(f"{flag} is for grading on a cluster: add --scheduler tcp://HOST:PORT or "
-                             "--cluster local:N, or leave it out")
-        from grader.frontends.batch.workers import Pool
-        return Pool(options.jobs, names, config, options.exercise_jobs)
+    on_cluster = bool(options.scheduler or options.cluster)
+    if not on_cluster and (options.shared_fs or options.no_wait_gpu):
+        flag = "--shared-fs" if options.shared_fs else "--no-wait-gpu"
+        raise BatchError(f"{flag} is for grading on a cluster: add --scheduler tcp://HOST:PORT or "
+                         "--cluster local:N, or leave it out")
     if options.scheduler and options.cluster:
         raise BatchError("--scheduler and --cluster both given: --scheduler uses a running cluster, "
                          "--cluster local:N starts one here; pick one")
-    if importlib.util.find_spec("distributed") is None:
-        flag = "--scheduler" if options.scheduler else "--cluster"
-        raise BatchError(f"{flag} grades on a Dask cluster, and Dask's distributed package is not installed: "
-                         f"`{INSTALL_CLUSTER}` (or grade with the local pool: leave {flag} out)")
-    try:
+    if not on_cluster:
+        from grader.frontends.batch.workers import Pool
+        return Pool(options.jobs, names, config, options.exercise_jobs)
+    try:            # Dask is an optional extra: imported here only, never on the local path
         from grader.frontends.batch.cluster import DaskExecutor
     except ImportError as e:
-        raise BatchError(f"Dask's distributed package does not import ({e}): `{INSTALL_CLUSTER}`") from None
-    return DaskExecutor(names, cfg, scheduler=options.scheduler, cluster=options.cluster,
-                        shared_fs=options.shared_fs, wait_gpu=not options.no_wait_gpu, stream=stream)
+        flag = "--scheduler" if options.scheduler else "--cluster"
+        raise BatchError(f"{flag} grades on a Dask cluster, and Dask's distributed package is not installed "
+                         f"({e}): `{INSTALL_CLUSTER}` (or grade with the local pool: leave {flag} out)") from None
+    return DaskExecutor(names, grading_config(config, options.exercise_jobs), scheduler=options.scheduler,
+                        cluster=options.cluster, shared_fs=options.shared_fs, wait_gpu=not options.no_wait_gpu,
+                        stream=stream)

@@ -1,0 +1,148 @@
+"""`grader batch` cluster options without a cluster to grade on: what each wrong use says, the local
+path without Dask importable, an unreachable scheduler, and a scheduler lost mid-batch (that the same
+command then resumes is tests/test_cluster.py's SIGKILL test: the gradebook is the same either way)."""
+from __future__ import annotations
+
+import io
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from conftest import ROOT
+from fixtures.batch.build import make_class
+from grader.frontends.batch.executors import INSTALL_CLUSTER, BatchError, ClusterLost, Task, choose
+from grader.frontends.batch.run import Options
+
+# Makes `import dask` / `import distributed` fail in every Python process that starts with it on
+# its path (the batch, its forkserver and workers, the sandbox's zygote), as without the extra.
+NO_DASK = '''
+import sys
+
+class _NoDask:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("dask", "distributed"):
+            raise ImportError(f"No module named {name!r} (blocked by the test)", name=name)
+        return None
+
+sys.meta_path.insert(0, _NoDask())
+'''
+
+
+@pytest.fixture
+def no_dask_env(tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(NO_DASK)
+    import os
+    env = {k: v for k, v in os.environ.items() if k != "GRADER_SECRET_SEED"}
+    env["PYTHONPATH"] = str(site)
+    return env
+
+
+def options(**changes):
+    return Options(submissions="subs", out="out", **changes)
+
+
+def test_wrong_cluster_options_say_what_to_do():
+    with pytest.raises(BatchError, match="--shared-fs is for grading on a cluster: add --scheduler"):
+        choose(options(shared_fs=True), ["attention.causal_mask"], None)
+    with pytest.raises(BatchError, match="--no-wait-gpu is for grading on a cluster"):
+        choose(options(no_wait_gpu=True), ["attention.causal_mask"], None)
+    with pytest.raises(BatchError, match="pick one"):
+        choose(options(scheduler="tcp://127.0.0.1:1", cluster="local:2"), ["attention.causal_mask"], None)
+    pytest.importorskip("distributed")
+    from grader.frontends.batch.cluster import local_workers
+    assert local_workers("local:3") == 3
+    for bad in ("local", "local:0", "local:x", "slurm:4"):
+        with pytest.raises(BatchError, match=r"expected local:N with N worker processes, e\.g\. --cluster local:4"):
+            local_workers(bad)
+
+
+def test_without_the_extra_the_local_path_loads_and_scheduler_says_pip_install(no_dask_env):
+    """With dask and distributed unimportable: the command, the batch, the local pool and what its
+    workers preload import, the local pool is chosen, and --scheduler says how to install the extra."""
+    code = """
+import sys
+import grader.frontends.commands.batch, grader.frontends.batch.run, grader.pipeline.engine, grader.catalog
+from grader.frontends.batch import workers
+from grader.frontends.batch.executors import BatchError, choose
+from grader.frontends.batch.run import Options
+from grader.config import load_config
+print(type(choose(Options("s", "o"), ["attention.causal_mask"], load_config(None, env={}))).__name__)
+try:
+    choose(Options("s", "o", scheduler="tcp://127.0.0.1:8786"), ["attention.causal_mask"], None)
+except BatchError as e:
+    print(e)
+print(sorted(m for m in sys.modules if m.split(".")[0] in ("dask", "distributed")))
+"""
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=no_dask_env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    pool, message, loaded = proc.stdout.strip().splitlines()
+    assert pool == "Pool" and loaded == "[]"
+    assert message.startswith("--scheduler grades on a Dask cluster, and Dask's distributed package is not installed")
+    assert INSTALL_CLUSTER in message
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_an_unreachable_scheduler_is_named_with_the_fix(monkeypatch, tmp_path):
+    pytest.importorskip("distributed")
+    from grader.frontends.batch import cluster
+    monkeypatch.setattr(cluster, "CONNECT_TIMEOUT_S", 2.0)
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    from grader.config import load_config
+    executor = cluster.DaskExecutor(["attention.causal_mask"], load_config(None, env={}), scheduler=address)
+    with pytest.raises(BatchError, match=rf"--scheduler {address}: cannot reach a Dask scheduler there .* "
+                                         r"Is `dask scheduler` running"):
+        executor.run([Task("alice", str(tmp_path))], lambda d: None)
+
+
+@pytest.mark.slow
+def test_a_lost_scheduler_is_said_and_the_client_stops_instead_of_hanging(tmp_path):
+    pytest.importorskip("distributed")
+    from grader.config import load_config
+    from grader.frontends.batch import cluster
+    port = _free_port()
+    scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                                  "--port", str(port), "--no-dashboard"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+    try:
+        executor = cluster.DaskExecutor(["attention.causal_mask"], load_config(str(ROOT / "autograde.toml"), env={}),
+                                        scheduler=f"tcp://127.0.0.1:{port}", stream=io.StringIO())
+        subs = make_class(tmp_path / "subs", {"alice": "correct"})
+        raised, done = [], []
+
+        def grade():
+            try:
+                executor.run([Task("alice", str(subs / "alice"))], done.append)   # no worker: it waits
+            except BaseException as e:
+                raised.append(e)
+        runner = threading.Thread(target=grade, daemon=True)
+        deadline = time.monotonic() + 60
+        runner.start()
+        while time.monotonic() < deadline and not _listening(port):
+            time.sleep(0.2)
+        time.sleep(2.0)
+        scheduler.kill()
+        runner.join(120)
+    finally:
+        scheduler.kill()
+        scheduler.wait()
+    assert not runner.is_alive(), "the client hung after losing its scheduler"
+    assert not done and len(raised) == 1 and isinstance(raised[0], ClusterLost), raised
+    assert f"lost the connection to the Dask scheduler at tcp://127.0.0.1:{port}" in str(raised[0])
+    assert "run the same command again" in str(raised[0])
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
