@@ -78,7 +78,7 @@ def test_every_grid_cell_links_to_that_students_feedback_on_that_exercise():
     assert len(lines) == 9
     for line in lines:
         student = line["data-student"]
-        links = [a["href"] for a in line.select("td.c a")]
+        links = [a["href"] for a in line.select("td:not(.total) a")]
         assert links == [f"students/{folder_name(student)}/feedback.html#{i}" for i in (MASK, SDPA)]
         assert line.select_one("th.who a")["href"] == feedback_link(student)
     assert folder_name("ann/é x") != "ann/é x" and feedback_link("ann/é x").startswith("students/ann_")
@@ -132,3 +132,33 @@ def test_empty_class():
     s = class_stats([])
     html = render(s, "Attention", {})
     assert s.students == 0 and "<img" not in html and "No known mistake" in html
+
+
+def course_rows(n: int, seed: int = 16) -> list[Row]:
+    """`n` students over every exercise of the course: mostly passed, some wrong (with a known
+    mistake), some raising, crashing, timing out or not started (seeded)."""
+    import random
+
+    from grader.catalog import catalog
+
+    rng = random.Random(seed)
+    specs = list(catalog().values())
+    kinds = [Status.PASSED] * 16 + [Status.FAILED] * 3 + [Status.ERROR, Status.TIMEOUT, Status.CRASHED,
+                                                          Status.NOT_IMPLEMENTED]
+    rows = []
+    for i in range(n):
+        student = ("maria.garcia", "o'neil", "zhang-wei")[i] if i < 3 else f"student{i:02d}"
+        exercises = []
+        for spec in specs:
+            status = rng.choice(kinds)
+            points = float(spec.points) if status is Status.PASSED else \
+                round(spec.points * rng.choice((0.0, 0.25, 0.5)), 2) if status is Status.FAILED else 0.0
+            diagnosis = rng.choice(("mask inverted: True means may attend", "transposed: rows for columns", "")) \
+                if status is Status.FAILED else ""
+            exercises.append(ExerciseResult(spec.id, status, points, float(spec.points),
+                                            (CaseResult("c", status, diagnosis=diagnosis),),
+                                            message=f"{status.value} here", diagnosis=diagnosis,
+                                            source_file=f"{spec.module}.py"))
+        r = SubmissionResult(f"subs/{student}", tuple(exercises))
+        rows.append(Row(student, "h", "s", f"subs/{student}", "graded", r.score, r.max_score, "", 0.0, r))
+    return rows

@@ -26,7 +26,8 @@ from grader.reports.text import template
 from grader.results import ExerciseId, Status
 
 TROUBLE = (Status.CRASHED, Status.TIMEOUT, Status.GRADER_FAULT)
-MAX_MISTAKES = 25
+MAX_MISTAKES = 25            # rows of the mistakes table, the first SHOWN_MISTAKES unfolded
+SHOWN_MISTAKES = 10
 MAX_NAMES = 8
 MAX_GRID_ROWS = 400          # students in the student x exercise grid (the lowest totals first)
 LEVELS = 5                   # colour steps of a grid cell: 0, under 1/3, under 2/3, under full, full
@@ -288,5 +289,6 @@ def render(stats: ClassStats, title: str, settings: dict, notes: list[str] | tup
             [p.threshold for p in stats.performance])
     return template("class_report.html.j2").render(s=stats, images=images, title=title, settings=settings,
                        notes=list(notes), generated=time.strftime("%Y-%m-%d %H:%M"),
-                       max_mistakes=MAX_MISTAKES, links=list(links), bands=[label for label, _ in BANDS],
+                       max_mistakes=MAX_MISTAKES, shown_mistakes=SHOWN_MISTAKES, links=list(links),
+                       bands=[label for label, _ in BANDS],
                        levels=LEVELS, script_hash=script_hash(), grid_cut=stats.students > len(stats.grid))
