@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from grader.sandbox import cgroups, provision, wire
+from grader.sandbox import cgroups, processes, provision, wire
 
 
 @dataclass(frozen=True)
@@ -216,9 +216,7 @@ class Session:
                 os.killpg(self.pid, sig)
             except (ProcessLookupError, PermissionError):
                 break
-            deadline = time.monotonic() + wait
-            while time.monotonic() < deadline and _exists(self.pid):
-                time.sleep(0.01)
+            processes.wait_gone(self.pid, wait, _exists)
         if self.group is not None:       # every member at once: frozen processes cannot fork
             self.group.remove()
         if self.uid is not None:

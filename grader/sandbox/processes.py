@@ -1,0 +1,31 @@
+"""Waiting for a sandboxed process to end, woken by the kernel rather than by a polling sleep.
+
+A pidfd (Linux 5.3, os.pidfd_open) becomes readable the moment its process exits (a zombie
+has exited), so a teardown waits exactly as long as the child takes to die; the 10 ms polling
+sleep it replaces cost every child's teardown about 10 ms. Any process can be waited on this
+way, not only one's own children (the sandbox's are the zygote's).
+"""
+from __future__ import annotations
+
+import os
+import select
+import time
+from typing import Callable
+
+
+def wait_gone(pid: int, seconds: float, alive: Callable[[int], bool]) -> None:
+    """Return once `pid` has ended or `seconds` have passed; `alive(pid)` is asked only where
+    the kernel has no pidfd (then polled every millisecond)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    except (OSError, AttributeError):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and alive(pid):
+            time.sleep(0.001)
+        return
+    try:
+        select.select([fd], [], [], max(seconds, 0.0))
+    finally:
+        os.close(fd)
