@@ -19,17 +19,23 @@ from grader.errors import ExitCode, UsageError
 from grader.frontends import commands
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser for `argv`: with the module of the command it names alone (`grader check` does not
+    import what `grader batch` or `grader similarity` need), else (no command, --help, a name that
+    is no command's) with every command. A command's module is named after it, '-' as '_'."""
     parser = argparse.ArgumentParser(prog="grader", description="Grade neural-network primitives against PyTorch.")
     parser.add_argument("--version", action="version", version=f"grader {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        importlib.import_module(f"grader.frontends.commands.{info.name}").register(sub)
+    names = sorted(info.name for info in pkgutil.iter_modules(commands.__path__))
+    named = next((a for a in argv or () if not a.startswith("-")), "").replace("-", "_")
+    for name in [named] if named in names else names:
+        importlib.import_module(f"grader.frontends.commands.{name}").register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
