@@ -4,6 +4,7 @@ which submissions share code beyond the starter files (grader.similarity), and t
 `grader batch --similarity`'s section (batch_section)."""
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os
 import re
@@ -89,14 +90,13 @@ def _check(submissions, out, modules, course, settings, config, boilerplate, aga
         raise SimilarityError(f"--against {against}: no submissions found there (one folder or .zip per student)")
     stubs = resolve(config, config.submission)
     starter = ([stubs] if os.path.isdir(stubs) else []) + list(boilerplate)
-    notes = [f"{n}" for n in found.notes]
+    notes = list(found.notes)
     if not os.path.isdir(stubs):
         notes.append(f"no starter files subtracted from {stubs} (not a folder): give them with --boilerplate")
     report = check({e.student: e.path for e in found.entries}, modules, starter, settings,
                    {e.student: e.path for e in previous.entries} if previous else None,
                    {e.student: e.problem for e in found.entries if e.problem}, course)
-    from dataclasses import replace
-    return replace(report, notes=tuple(notes) + report.notes)
+    return dataclasses.replace(report, notes=tuple(notes) + report.notes)
 
 
 def _discover(discover, path, assignment, out, what):
