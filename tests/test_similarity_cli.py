@@ -83,6 +83,7 @@ def test_a_usage_error_exits_2_from_the_command_line(tmp_path):
     assert p.returncode == 2 and "no submissions found" in p.stderr and "Traceback" not in p.stderr
 
 
+@pytest.mark.slow
 def test_batch_similarity_writes_its_section_and_the_class_report_links_it(tmp_path):
     subs = make_attention_class(tmp_path / "subs", {"alice": "correct", "bob": "zip:correct"})
     (subs / "erin").mkdir()
