@@ -203,3 +203,14 @@ def test_the_commands_follow_the_same_rules():
         row = next(line for line in lines if line.startswith("neurons.perceptron_forward "))
         assert ("as the case's step says" in row) is (columns == 160)      # wrapped at 80, never cut
         assert "as the case's step says" in p.stdout
+
+
+def test_precedence_flag_then_environment_then_autograde_toml(monkeypatch, config):
+    from grader.frontends.commands import color_of
+    for var in ("FORCE_COLOR", "NO_COLOR"):
+        monkeypatch.delenv(var, raising=False)
+    always = dataclasses.replace(config, color="always")
+    assert color_of(always) is True and color_of(config) is None          # the file, else rich decides
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert color_of(always) is None                                       # the environment beats the file
+    assert color_of(always, "always") is True and color_of(config, "never") is False   # the flag beats both

@@ -32,9 +32,13 @@ def add_color_arguments(parser) -> None:
                         help="no colours (the same as --color never)")
 
 
-def color_of(config: Config) -> bool | None:
-    """[reports] color (or --color) as the renderers take it: True, False, or None for rich to decide."""
-    return {"always": True, "never": False}.get(config.color)
+def color_of(config: Config, flag: str | None = None) -> bool | None:
+    """Colours as the renderers take them: True, False, or None for rich to decide from the output.
+    Precedence as for every setting: --color/--no-color (`flag`), then the environment (NO_COLOR,
+    FORCE_COLOR: rich reads them), then [reports] color of autograde.toml."""
+    if flag is None and any(os.environ.get(var) for var in ("NO_COLOR", "FORCE_COLOR")):
+        return None
+    return {"always": True, "never": False}.get(flag or config.color)
 
 
 def config_path(args) -> str | None:

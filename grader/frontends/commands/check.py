@@ -55,8 +55,8 @@ def run(args) -> int:
     fmt = config.formats[0] if config.formats else "terminal"     # --format, else the first of [reports] formats
     result = api.grade(submission_from(args, config), args.names, config)
     wall = process_seconds() or time.monotonic() - begun          # the whole run, as the student waited for it
-    text = render(result, fmt, color=color_of(config) if not args.output else False, visibility=config.visibility,
-                  wall_seconds=wall)
+    color = color_of(config, args.color) if not args.output else False
+    text = render(result, fmt, color=color, visibility=config.visibility, wall_seconds=wall)
     if args.output:
         os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
         with open(args.output, "w", encoding="utf-8") as f:

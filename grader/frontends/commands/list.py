@@ -43,5 +43,5 @@ def run(args) -> int:
         table.add_row(Text(spec.id), points(max_points(spec, config)), Text(spec.reference_source))
     total = sum(max_points(spec, config) for spec in specs)
     footer = Text(f"{len(specs)} exercises, {points(total)} points", style=PALETTE["title"])
-    sys.stdout.write(to_text(Group(table, footer), color_of(config)))
+    sys.stdout.write(to_text(Group(table, footer), color_of(config, args.color)))
     return ExitCode.OK
