@@ -33,6 +33,7 @@ from typing import Any, Callable
 
 from grader import api
 from grader.config import Config
+from grader.reports.filters import score
 from grader.reports.text import template
 from grader.results import ExerciseResult
 
@@ -69,7 +70,7 @@ class NotebookResult:
         e = self.exercise
         if e.points <= 0 and e.max_points > 0:
             why = f"\nLooks like: {e.diagnosis}" if e.diagnosis else ""
-            raise ExerciseFailed(f"{e.id}: 0 / {e.max_points:g} points. {e.message}{why}")
+            raise ExerciseFailed(f"{e.id}: {score(0, e.max_points)} points. {e.message}{why}")
         return float(e.points)
 
     def _repr_html_(self) -> str | None:

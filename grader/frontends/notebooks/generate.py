@@ -37,6 +37,7 @@ from pathlib import Path
 import nbformat
 
 from grader.config import Config
+from grader.reports.filters import points
 
 GRADE_ID = re.compile(r"^[a-zA-Z0-9_\-]*$")        # nbgrader's v3 schema, "grade_id" pattern
 SCHEMA_VERSION = 3
@@ -149,7 +150,7 @@ def source_notebook(source: str, module: str, specs: dict, config: Config) -> nb
             continue
         pts = max_points(spec, config)
         cells.append(_markdown(f"{module}-{node.name}-description",
-                               f"## `{exercise_id}` ({pts:g} point{'s' if pts != 1 else ''})\n\n"
+                               f"## `{exercise_id}` ({points(pts)} point{'s' if pts != 1 else ''})\n\n"
                                + docstring_markdown(ast.get_docstring(node) or "")))
         cells.append(_code(f"{module}-{node.name}-solution", _short_docstring(text, node, start), solution=True))
         cells.append(_code(grade_id_of(exercise_id), test_cell(exercise_id, node.name, pts, config),
