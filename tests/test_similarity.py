@@ -202,3 +202,12 @@ def test_only_the_best_ranked_flagged_pairs_get_a_page(klass):
     files = render.render(r)
     assert sorted(k for k in files if k.startswith("pairs/")) == ["pairs/rnn-1.html", "pairs/rnn-2.html"]
     assert f"{rnn.without_page} flagged pairs past the first 2" in files["index.html"]
+
+
+def test_control_characters_in_an_id_are_shown_not_obeyed(klass, tmp_path):
+    """A right-to-left override in a folder name would reorder what the reader sees: it is shown as \\u202e."""
+    shutil.copytree(klass / "alice", tmp_path / "eve\u202etxt.exe")
+    shutil.copytree(klass / "bob", tmp_path / "bob")
+    files = render.render(check(entries(tmp_path), ["rnn"], [STUBS]))
+    for name in ("index.html", "pairs/rnn-1.html"):
+        assert "\u202e" not in files[name] and "eve\\u202etxt.exe" in files[name]

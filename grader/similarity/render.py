@@ -18,7 +18,7 @@ import time
 from grader.reports import escape
 from grader.reports.text import template
 from grader.similarity.fingerprints import uncompared
-from grader.similarity.records import Pair, Region, Report, Term
+from grader.similarity.records import Pair, Region, Report
 
 CSV_HEAD = ("module", "student_a", "term_a", "student_b", "term_b", "share_a", "share_b", "score",
             "matched_chars", "flagged", "page")
@@ -40,10 +40,10 @@ def render(report: Report, title: str = "") -> dict[str, str]:
     """Every file of the report, by path relative to the output folder."""
     generated = time.strftime("%Y-%m-%d %H:%M")
     files = {"index.html": template("similarity_index.html.j2").render(
-        r=report, title=title, generated=generated, percent=percent, sentence=sentence, Term=Term)}
+        r=report, title=title, generated=generated, percent=percent)}
     for pair in (p for p in report.flagged if p.page):
         files[pair.page] = template("similarity_pair.html.j2").render(
-            p=pair, title=title, generated=generated, percent=percent, sentence=sentence(pair),
+            p=pair, title=title, generated=generated, percent=percent, sentence=escape.text_line(sentence(pair)),
             left=side(pair.a.text, pair.regions_a), right=side(pair.b.text, pair.regions_b),
             matches=matches(pair), settings=report.settings)
     files["similarity.csv"] = csv_text(report)
