@@ -1,7 +1,8 @@
 """What `grader check` prints: rich renderables built from the SubmissionResult, as text.
 
     terminal(result, color=None, width=None, wall_seconds=None) -> str
-    console(color=None, file=None, stderr=False) -> rich Console    (also `grader list`, batch progress)
+    to_text(renderable, color=None, width=None) -> str              (also `grader list`)
+    console(color=None, file=None) -> rich Console                  (what decides colours and width)
 
 The report, top to bottom: a header (the submission, the grader, the settings that decide a
 case, in words: grader.reports.labels); the submission's own problems; per module, one row per
@@ -50,12 +51,10 @@ _EMPTY_STYLE = re.compile(r"\x1b\[[0-9;]*[1-9][0-9;]*m\x1b\[0m")
 _WORKFLOW = re.compile(r"^((?:\s|\x1b\[[0-9;]*m)*)::", re.MULTILINE)
 
 
-def console(color: bool | None = None, file: TextIO | None = None, stderr: bool = False,
-            width: int | None = None) -> Console:
-    """A Console that never reads markup, emoji codes or highlights: what it prints is said as given.
-    `color` None: rich decides for the stream; True/False: forced either way."""
-    common: dict[str, Any] = dict(file=file, stderr=stderr, width=width, markup=False, emoji=False,
-                                  highlight=False, legacy_windows=False)
+def console(color: bool | None = None, file: TextIO | None = None) -> Console:
+    """A Console on `file` (standard output) that never reads markup, emoji codes or highlights:
+    what it prints is said as given. `color` None: rich decides for the stream; True/False: forced."""
+    common: dict[str, Any] = dict(file=file, markup=False, emoji=False, highlight=False, legacy_windows=False)
     if color is None:
         return Console(**common)
     if color:
