@@ -49,13 +49,43 @@ class CapstoneError(Exception):
     """The student's forward cannot be trained (wrong shape, not differentiable)."""
 
 
+class Adam:
+    """torch.optim.Adam(weights, lr) (betas 0.9 and 0.999, eps 1e-8, no weight decay), its update
+    done by PyTorch's fused Adam kernel called directly: two operators a step for all the weights,
+    where torch.optim's default path runs ~12 per weight (600 a step here, each one seen by the
+    sandbox's operator watch), and its fused and foreach paths import torch._dynamo on their first
+    step (2-3 s in a fresh child). Weights without a gradient are left alone, as torch.optim does."""
+
+    def __init__(self, weights: list[torch.Tensor], lr: float) -> None:
+        self.weights, self.lr = weights, lr
+        self.exp_avgs = [torch.zeros_like(w, memory_format=torch.preserve_format) for w in weights]
+        self.exp_avg_sqs = [torch.zeros_like(w, memory_format=torch.preserve_format) for w in weights]
+        self.steps = [torch.zeros((), dtype=torch.float32) for _ in weights]
+
+    def zero_grad(self) -> None:
+        for w in self.weights:
+            w.grad = None
+
+    @torch.no_grad()
+    def step(self) -> None:
+        used = [i for i, w in enumerate(self.weights) if w.grad is not None]
+        if not used:
+            return
+        pick = lambda xs: [xs[i] for i in used]    # noqa: E731
+        steps = pick(self.steps)
+        torch._foreach_add_(steps, 1)
+        torch._fused_adam_(pick(self.weights), [self.weights[i].grad for i in used], pick(self.exp_avgs),
+                           pick(self.exp_avg_sqs), [], steps, lr=self.lr, beta1=0.9, beta2=0.999,
+                           weight_decay=0.0, eps=1e-8, amsgrad=False, maximize=False)
+
+
 def train(forward, cfg: dict) -> dict[str, Any]:
     """Adam on the student's forward, fixed seed."""
     gen = torch.Generator().manual_seed(cfg["seed"])
     vocab = FIRST_SYMBOL + cfg["symbols"]
     params = model_params(gen, vocab, vocab, cfg["d_model"], cfg["d_ff"], cfg["layers"], cfg["layers"])
     weights = [t.requires_grad_(True) for t in leaves(params)]
-    opt = torch.optim.Adam(weights, lr=cfg["lr"])
+    opt = Adam(weights, cfg["lr"])
     losses = []
     for _ in range(cfg["steps"]):
         src, tgt_in, tgt_out = _batch(gen, cfg, cfg["batch"])
