@@ -1,0 +1,82 @@
+"""The pipeline's cheaper paths give the same records (issue 18).
+
+- the engine starts the exercises whose spec allows the longest calls first, and returns the
+  results in the order it was given;
+- `grader check` builds its parser without importing the other commands' modules;
+- the capstone's Adam (PyTorch's fused kernel called directly) is torch.optim.Adam, step for step,
+  and does not import torch._dynamo as torch.optim's fused and foreach paths do.
+"""
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+from grader.catalog import catalog
+from grader.pipeline import engine
+from grader.sandbox.trusted.capstone_training import Adam
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_longest_calls_start_first_and_results_keep_their_order(sandbox, config, monkeypatch):
+    specs = [catalog()[i] for i in ("attention.causal_mask", "activations.relu", "losses.mse_loss")]
+    specs[2] = dataclasses.replace(specs[2], call_timeout=25.0)
+    specs[1] = dataclasses.replace(specs[1], call_timeout=15.0)
+    assert engine._longest_first(specs) == [2, 1, 0]
+    started = []
+    real = engine.grade_exercise
+
+    def record(spec, ctx):
+        started.append(spec.id)
+        return real(spec, ctx)
+    monkeypatch.setattr(engine, "grade_exercise", record)
+    result = engine.grade(str(ROOT / "solutions"), specs, dataclasses.replace(config, jobs=1), sandbox=sandbox)
+    assert started == [specs[2].id, specs[1].id, specs[0].id]
+    assert [e.id for e in result.exercises] == [s.id for s in specs]
+    assert all(e.points == e.max_points for e in result.exercises), [e.message for e in result.exercises]
+
+
+def test_the_catalogs_longest_exercises_start_first():
+    order = [list(catalog().values())[i].id for i in engine._longest_first(list(catalog().values()))]
+    assert "transformer.transformer_forward" in order[:3] and "mlp.train_xor" in order[:4]
+
+
+def test_check_builds_its_parser_alone():
+    code = ("import sys, grader.cli as cli; p = cli.build_parser(['check', '--help-not-parsed']); "
+            "print(sorted(m for m in sys.modules if m.startswith('grader.frontends.commands.'))); "
+            "p2 = cli.build_parser(['init-ci']); print(sorted(p2._subparsers._group_actions[0].choices)); "
+            "print(len(cli.build_parser(['--version'])._subparsers._group_actions[0].choices))")
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    alone, init_ci, every = p.stdout.splitlines()
+    assert alone == "['grader.frontends.commands.check']", p.stdout + p.stderr
+    assert init_ci == "['init-ci']"
+    assert int(every) >= 9
+    p = subprocess.run([sys.executable, "-m", "grader", "chek"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "'check'" in p.stderr and "'batch'" in p.stderr      # every choice listed
+
+
+def test_capstone_adam_is_torch_adam():
+    gen = torch.Generator().manual_seed(0)
+    start = [torch.randn(4, 3, generator=gen) for _ in range(3)] + [torch.randn(5, generator=gen)]
+    ours, fused, plain = ([w.clone().requires_grad_() for w in start] for _ in range(3))
+    optimizers = (Adam(ours, 3e-3), torch.optim.Adam(fused, lr=3e-3, fused=True), torch.optim.Adam(plain, lr=3e-3))
+    for _ in range(25):
+        for weights, opt in zip((ours, fused, plain), optimizers):
+            opt.zero_grad()
+            sum(((w ** 3).sum() for w in weights[:3]), torch.zeros(())).backward()     # the last one gets no grad
+            opt.step()
+    assert all(torch.equal(a, b) for a, b in zip(ours, fused))
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(ours, plain))
+    assert torch.equal(ours[3], start[3])
+
+
+def test_capstone_adam_does_not_import_dynamo():
+    code = ("import sys, torch; from grader.sandbox.trusted.capstone_training import Adam; "
+            "w = [torch.randn(3, requires_grad=True)]; o = Adam(w, 1e-3); w[0].sum().backward(); o.step(); "
+            "print('torch._dynamo' in sys.modules)")
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert p.stdout.strip() == "False", p.stdout + p.stderr

@@ -1,0 +1,150 @@
+"""The sandbox's fast paths keep what the slow ones guaranteed (issue 18).
+
+- the zygote forks each child before its request arrives (a spare): every child still starts
+  from the zygote as it was after its imports, whatever the children before it did, and is
+  confined only once its request is in; a spare killed while it waits is replaced, and none
+  outlives the sandbox;
+- a teardown waits for the child on its pidfd: it returns when the process ends, zombie or not.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from grader.sandbox import processes, provision
+from grader.sandbox.runner import Sandbox, _exists
+
+# Each child reports what it finds of the markers an earlier one may have left, then leaves its own.
+PROBE = '''
+import os, sys, torch
+import grader.sandbox.wire as wire
+seen = {"torch": getattr(torch, "_cost_marker", None), "env": os.environ.get("COST_MARKER"),
+        "module": "cost_marker" in sys.modules, "wire": getattr(wire, "_cost_marker", None),
+        "uid": os.getuid(), "pgid": os.getpgid(0) == os.getpid()}
+torch._cost_marker = wire._cost_marker = os.environ["COST_MARKER"] = MARK
+sys.modules["cost_marker"] = sys
+
+def report():
+    return {k: v for k, v in seen.items()}
+'''
+
+
+def _session(sandbox: Sandbox, mark: str):
+    workdir = provision.make_workdir("grader-test-")
+    provision.copy_submission({"probe.py": PROBE.replace("MARK", repr(mark))}, workdir)
+    session = sandbox.open(workdir, "probe", import_timeout=60)
+    assert session.ready.kind == "ok", session.ready
+    return session, workdir
+
+
+def _zygote_children(zygote_pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == zygote_pid and fields[0] != "Z":
+                out.append(int(entry))
+    return out
+
+
+def _the_spare(zygote_pid: int) -> int:
+    """The zygote's one live child once the last session's child is gone: its spare."""
+    deadline = time.monotonic() + 30
+    while len(children := _zygote_children(zygote_pid)) != 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(children) == 1, children
+    return children[0]
+
+
+@pytest.fixture(scope="module")
+def own_sandbox():
+    with Sandbox() as sandbox:
+        sandbox.start()
+        yield sandbox
+
+
+def test_every_child_starts_from_the_zygote_as_it_was(own_sandbox):
+    """Three children in a row (the second and third were forked while the one before ran): none
+    sees what an earlier one changed in torch, the grader's modules, sys.modules or the environment."""
+    reports = []
+    for i in range(3):
+        session, workdir = _session(own_sandbox, f"child {i}")
+        outcome = session.call("report", plain=True, timeout=60)
+        session.close()
+        provision.remove_workdir(workdir)
+        assert outcome.kind == "ok", outcome
+        reports.append(outcome.value)
+    for r in reports:
+        assert (r["torch"], r["env"], r["module"], r["wire"]) == (None, None, False, None), r
+        assert r["pgid"], "confined: a session and process group of its own"
+    if os.geteuid() == 0:
+        assert len({r["uid"] for r in reports}) == 3 and 0 not in {r["uid"] for r in reports}
+
+
+def test_the_spare_waits_unconfined_until_its_request_then_serves_it(own_sandbox):
+    """The zygote holds one spare child: it runs as the grader's user, in the zygote's process
+    group (not yet confined), and is the process that serves the next request."""
+    zygote = own_sandbox._zygote.pid
+    spare = _the_spare(zygote)
+    assert os.stat(f"/proc/{spare}").st_uid == os.geteuid() and os.getpgid(spare) == os.getpgid(zygote)
+    session, workdir = _session(own_sandbox, "served by the spare")
+    try:
+        assert session.pid == spare
+        assert os.getpgid(spare) == spare, "confined once the request was in: its own process group"
+    finally:
+        session.close()
+        provision.remove_workdir(workdir)
+
+
+def test_a_spare_killed_while_waiting_is_replaced(own_sandbox):
+    zygote = own_sandbox._zygote.pid
+    for _ in range(2):
+        spare = _the_spare(zygote)
+        os.kill(spare, signal.SIGKILL)
+        processes.wait_gone(spare, 30, _exists)
+        session, workdir = _session(own_sandbox, "after a killed spare")
+        outcome = session.call("report", plain=True, timeout=60)
+        session.close()
+        provision.remove_workdir(workdir)
+        assert outcome.kind == "ok" and outcome.value["torch"] is None, outcome
+        assert session.pid != spare
+
+
+def test_no_spare_outlives_the_sandbox():
+    sandbox = Sandbox()
+    sandbox.start()
+    spares = [_the_spare(sandbox._zygote.pid)]
+    sandbox.shutdown()
+    for pid in spares:
+        processes.wait_gone(pid, 30, _exists)
+        assert not _exists(pid)
+
+
+def test_wait_gone_returns_when_the_process_ends_zombie_or_not():
+    """A process that is not ours to reap (a grandchild through `sh`, as the sandbox's children
+    are the zygote's) and one of ours left a zombie: both end the wait, long before its limit."""
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.2)"])
+    t0 = time.monotonic()
+    processes.wait_gone(p.pid, 120, _exists)
+    assert time.monotonic() - t0 < 60 and p.poll() is not None     # a zombie until polled
+    sh = subprocess.run(["sh", "-c", "sleep 0.2 & echo $!"], capture_output=True, text=True)
+    grandchild = int(sh.stdout.strip())
+    t0 = time.monotonic()
+    processes.wait_gone(grandchild, 120, _exists)
+    assert time.monotonic() - t0 < 60 and not _exists(grandchild)
+    processes.wait_gone(grandchild, 120, _exists)       # already gone: returns at once
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    t0 = time.monotonic()
+    processes.wait_gone(p.pid, 0.2, _exists)            # still running: the limit ends the wait
+    assert _exists(p.pid) and time.monotonic() - t0 >= 0.19
+    p.kill()
+    p.wait()
