@@ -91,6 +91,8 @@ def test_feedback_and_class_report_show_the_time_its_source_and_all_three_scores
     md = html.unescape((out / "students" / "late" / "feedback.md").read_text())   # Markdown escapes ':' as &#58;
     assert ("submitted 2026-03-02 14:05 +01:00 (from nbgrader timestamp.txt), 2 h 5 min late "
             "(due 2026-03-02 12:00 +01:00): −30 %") in md
+    assert md.count("2 h 5 min late") == 1 and (out / "students" / "late" / "feedback.html").read_text().count(
+        'id="late"') == 1                                       # said once, in each format
     assert "score 1 − late penalty 0.3 = **0.7** / 1" in md and "within the 10-minute grace period" in (
         out / "students" / "grace" / "feedback.html").read_text()
     assert "with your extension" in (out / "students" / "extended" / "feedback.md").read_text()
