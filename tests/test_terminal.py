@@ -214,3 +214,19 @@ def test_precedence_flag_then_environment_then_autograde_toml(monkeypatch, confi
     monkeypatch.setenv("NO_COLOR", "1")
     assert color_of(always) is None                                       # the environment beats the file
     assert color_of(always, "always") is True and color_of(config, "never") is False   # the flag beats both
+
+
+def test_exercises_that_ended_alike_without_a_case_are_said_once():
+    """A missing module, or the grader failing on every exercise, is one row and one message per module."""
+    def missing(i, status=Status.ERROR, message="your submission has no neurons.py: add the module"):
+        return ExerciseResult(id=f"neurons.f{i}", status=status, points=0.0, max_points=1.0 + i, message=message)
+    r = SubmissionResult(submission="s", exercises=(*(missing(i) for i in range(5)),
+                                                   missing(5, Status.GRADER_FAULT, "the grader failed"),
+                                                   missing(6, Status.GRADER_FAULT, "the grader failed"),
+                                                   missing(7, Status.FORBIDDEN, "uses a forbidden API")), seconds=1.0)
+    text = render(r, "terminal", color=False, width=80)
+    assert text.count("your submission has no neurons.py") == 1 and text.count("      the grader failed\n") == 1
+    assert re.search(r"^  ERROR +5 exercises +0 / 15$", text, re.M) and "      f0, f1, f2, f3, f4" in text
+    assert re.search(r"^  INTERNAL +2 exercises +0 / 13$", text, re.M) and "      f5, f6" in text
+    assert re.search(r"^  FORBIDDEN +f7 +0 / 8 +0/0 cases$", text, re.M)
+    assert "Not a grade: the grader failed on neurons.f5, neurons.f6." in text

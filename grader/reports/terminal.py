@@ -90,20 +90,23 @@ def report(result: SubmissionResult, wall_seconds: float | None = None) -> Rende
     parts += [_hang(0, "! ", _plain(err, "fail"), "fail") for err in result.errors]
     if result.grader_faults:
         parts.append(_hang(0, "! ", _plain(grader_fault_note(result), "todo"), "todo"))
-    started = [(m, [e for e in ex if not _untouched(e)]) for m, ex in result.modules().items()]
-    name_width = max((len(text_line(e.function)) for _, ex in started for e in ex), default=0)
-    points_width = max((len(score(e.points, e.max_points)) for e in result.exercises), default=0)
-    for module, exercises in started:
+    started = [[e for e in ex if not _untouched(e)] for ex in result.modules().values()]
+    rows = [(group, len(ex)) for ex in started for group in _alike(ex)]
+    widths = (max((len(_group_name(g, n)) for g, n in rows), default=0),
+              max((len(score(sum(e.points for e in g), sum(e.max_points for e in g))) for g, _ in rows), default=0))
+    for exercises in started:
         if exercises:
+            module = exercises[0].module
             parts += [Text(""), Text(text_line(module), style=PALETTE["title"], no_wrap=True, overflow="ellipsis")]
-            for e in exercises:
-                parts.append(_Row(e, name_width, points_width))
-                parts += _details(e)
+            for group in _alike(exercises):
+                parts += (_exercise(group[0], widths) if len(group) == 1
+                          else _group(group, len(exercises), widths))
     parts += _not_started(result)
     parts += [Text(""), _footer(result, wall_seconds)]
     if result.grader_faults:
-        parts.append(_hang(0, "Not a grade: ", _plain(f"the grader failed on {', '.join(result.grader_faults)}.",
-                                                      "todo"), "todo"))
+        ids = result.grader_faults
+        said = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+        parts.append(_hang(0, "Not a grade: ", _plain(f"the grader failed on {said}.", "todo"), "todo"))
     return Group(*parts)
 
 
@@ -141,29 +144,62 @@ class _Header:
 
     def __rich_console__(self, console: Console, options):
         label = "submission: "
-        if len(label) + self.submission.cell_len + 3 + self.settings.cell_len <= options.max_width:
+        if not self.settings:
+            yield _hang(0, label, self.submission, "dim")
+        elif len(label) + self.submission.cell_len + 3 + self.settings.cell_len <= options.max_width:
             yield _hang(0, label, Text.assemble(self.submission, (" · ", PALETTE["dim"]), self.settings), "dim")
         else:
             yield _hang(0, label, Text.assemble(self.submission, "\n", self.settings), "dim")
 
 
 class _Row:
-    """An exercise's row: mark, name, points, cases; the names' column as wide as the longest name
-    when the width allows (so the rows of every module align), narrower (wrapped) when it does not."""
+    """A row: mark, name (or the names of a group), points, cases; the names' column as wide as the
+    longest name when the width allows (so the rows of every module align), narrower when it does not."""
 
-    def __init__(self, e: ExerciseResult, name_width: int, points_width: int) -> None:
-        self.e, self.name_width, self.points_width = e, name_width, points_width
+    def __init__(self, status: Status, name: str, points_: str, cases: str, widths: tuple[int, int]) -> None:
+        self.status, self.name, self.points, self.cases = status, name, points_, cases
+        self.name_width, self.points_width = widths
 
     def __rich_console__(self, console: Console, options):
-        e, fixed = self.e, 2 + MARK_WIDTH + 1 + self.points_width + 1 + 12
+        fixed = 2 + MARK_WIDTH + 1 + self.points_width + 1 + 12
         grid = Table.grid(padding=(0, 1, 0, 0))
         grid.add_column(width=2 + MARK_WIDTH, no_wrap=True)
         grid.add_column(width=max(8, min(self.name_width + 1, options.max_width - fixed)), overflow="fold")
         grid.add_column(width=self.points_width, justify="right", no_wrap=True)
         grid.add_column()
-        grid.add_row(Text("  ") + _mark(e.status), Text(text_line(e.function)), score(e.points, e.max_points),
-                     Text(f"  {e.cases_passed}/{len(e.cases)} cases", style=PALETTE["dim"]))
+        grid.add_row(Text("  ") + _mark(self.status), Text(text_line(self.name)), self.points,
+                     Text(self.cases, style=PALETTE["dim"]))
         yield grid
+
+
+def _exercise(e: ExerciseResult, widths: tuple[int, int]) -> list[RenderableType]:
+    cases = f"  {e.cases_passed}/{len(e.cases)} cases"
+    return [_Row(e.status, e.function, score(e.points, e.max_points), cases, widths), *_details(e)]
+
+
+def _alike(exercises: list[ExerciseResult]) -> list[list[ExerciseResult]]:
+    """The module's exercises in order, those that ran no case and ended the same way (the same
+    status and words: no such module, the grader failed, ...) together, said once."""
+    groups: dict[tuple, list[ExerciseResult]] = {}
+    for i, e in enumerate(exercises):
+        key = (e.status, e.message, e.diagnosis) if not e.cases and not e.passed and not e.performance else i
+        groups.setdefault(key, []).append(e)
+    return list(groups.values())
+
+
+def _group_name(group: list[ExerciseResult], module_size: int) -> str:
+    if len(group) == 1:
+        return text_line(group[0].function)
+    return f"all {len(group)} exercises" if len(group) == module_size else f"{len(group)} exercises"
+
+
+def _group(group: list[ExerciseResult], module_size: int, widths: tuple[int, int]) -> list[RenderableType]:
+    e, name = group[0], _group_name(group, module_size)
+    total = score(sum(x.points for x in group), sum(x.max_points for x in group))
+    out: list[RenderableType] = [_Row(e.status, name, total, "", widths)]
+    if len(group) < module_size:
+        out.append(_hang(6, "", _plain(", ".join(x.function for x in group), "dim")))
+    return out + _details(e)
 
 
 def _failing(e: ExerciseResult):
