@@ -95,6 +95,7 @@ def test_crashes_count_students_and_list_each_once():
     groups = {t.student: t for t in s.trouble_groups}
     assert set(groups) == {"g", "h", "zed", "yan"}
     assert groups["zed"].what == "crashed in 2" and groups["zed"].exercises == (MASK, SDPA)
+    assert groups["zed"].statuses == ("crashed",) and groups["yan"].statuses == ("timeout",)
     assert groups["zed"].messages == ("crashed here",)                # the same line once
     assert groups["h"].what == "unreadable" and groups["h"].exercises == ()
     page = BeautifulSoup(render(s, "Attention", {}), "html.parser")

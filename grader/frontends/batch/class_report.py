@@ -84,6 +84,7 @@ class TroubleGroup:
 
     student: str
     what: str                       # "unreadable" or "crashed in 3, timeout in 1"
+    statuses: tuple[str, ...]       # each status once ("crashed", "timeout")
     exercises: tuple[str, ...]      # empty for the whole submission
     messages: tuple[str, ...]       # each different first line once
 
@@ -220,7 +221,8 @@ def _group(student: str, troubles: list[Trouble]) -> TroubleGroup:
     else:
         counts = Counter(t.status for t in troubles)
         what = ", ".join(f"{status} in {n}" for status, n in counts.items())
-    return TroubleGroup(student, what, tuple(t.exercise for t in troubles if t.exercise),
+    return TroubleGroup(student, what, tuple(dict.fromkeys(t.status for t in troubles)),
+                        tuple(t.exercise for t in troubles if t.exercise),
                         tuple(dict.fromkeys(t.message for t in troubles if t.message)))
 
 
