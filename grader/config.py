@@ -100,8 +100,11 @@ class Config:
         return self.jobs or os.cpu_count() or 1
 
     def summary(self) -> dict[str, Any]:
-        """The resolved values that report headers print."""
-        return {"config": self.path or "(defaults)", "call_timeout_s": self.call_timeout,
+        """The resolved values that report headers print. The configuration file as it was named
+        (relative to where the grader ran), or by its file name alone when named by an absolute
+        path: a student's feedback never shows the grading machine's folders."""
+        shown = os.path.basename(self.path) if self.path and os.path.isabs(self.path) else self.path
+        return {"config": shown or "(defaults)", "call_timeout_s": self.call_timeout,
                 "submission_timeout_s": self.submission_timeout, "memory_mb": self.memory_mb,
                 "output_kb": self.output_kb, "jobs": self.effective_jobs,
                 "hidden_cases": self.secret_seed is not None}

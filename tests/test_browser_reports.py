@@ -116,7 +116,8 @@ def batch_root(tmp_path_factory):
                                "    return torch.tril(torch.ones(T, T, dtype=torch.bool))\n"},
         "syntax": "syntax_error", "zipped": "zip:correct", "broken": "corrupt.zip", "nothing": "empty"})
     env = {k: v for k, v in os.environ.items() if k != "GRADER_SECRET_SEED"}
-    proc = run_batch(subs, root / "out", "attention.causal_mask", "attention.positional_encoding", env=env)
+    proc = run_batch(subs, root / "out", "attention.causal_mask", "attention.positional_encoding", env=env,
+                     extra=("--config", str(ROOT / "autograde.toml")))          # named by an absolute path
     assert proc.returncode == 0, proc.stderr[-3000:]
     return root
 

@@ -6,7 +6,8 @@ loader's rules, one per kind of submission, and where the CI front-ends still fi
 """
 import zipfile
 
-from conftest import SOLUTIONS
+from conftest import ROOT, SOLUTIONS
+from grader import api
 from grader.submission.loader import load_submission, on_disk
 
 
@@ -51,3 +52,9 @@ def test_a_single_file_and_an_empty_folder(tmp_path):
     empty = load_submission(str(tmp_path / "grading" / "erin"))
     assert empty.problems[0].startswith("erin: no .py modules found")
     _no_machine_path(empty, str(tmp_path))
+
+
+def test_the_configuration_is_named_as_given_or_by_its_file_name(tmp_path, monkeypatch):
+    assert api.load(str(ROOT / "autograde.toml"), env={}).summary()["config"] == "autograde.toml"
+    monkeypatch.chdir(ROOT / "tests")
+    assert api.load("../autograde.toml", env={}).summary()["config"] == "../autograde.toml"
