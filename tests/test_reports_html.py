@@ -140,3 +140,19 @@ def test_markdown_lists_what_needs_work_first_and_folds_what_passed():
     assert "<details><summary>1 not started or not run</summary>" in md
     assert md.count("**Looks like:**") == 2 and md.count("this case looks like") == 1
     assert "/srv/grading" not in md
+
+
+def test_exercises_nothing_ran_for_are_one_card_per_reason():
+    """A missing module is one card naming its exercises (each still an anchor), not one card each."""
+    missing = "your submission has no neurons.py: add the module (start from exercises/neurons.py)"
+    r = course(broken=True)
+    exercises = tuple(ExerciseResult(e.id, Status.ERROR, 0.0, 1.0, message=missing, source_file="neurons.py")
+                      if e.module == "neurons" else e for e in r.exercises)
+    page = soup(SubmissionResult(r.submission, exercises, settings=r.settings))
+    (card,) = page.select("section.not-graded")
+    assert card["data-exercises"] == "5" and missing in card.get_text() and "0 / 5 points" in card.get_text()
+    assert [c["id"] for c in card.select("code[id]")] == [f"neurons.f{i}" for i in range(5)]
+    assert [c["id"] for c in page.select("section.exercise:not(.not-graded)")] == [SDPA, PE]
+    assert "your function" not in card.get_text()                    # there is no such file
+    md = render(SubmissionResult(r.submission, exercises, settings=r.settings), "md")
+    assert md.count("not graded") == 1 and md.count("<details><summary><b>") == 2
