@@ -1,6 +1,7 @@
 """The worker pool outlives its workers: a worker killed mid-submission is replaced and the
-submission retried once; killed again, the submission gets a grader error, and the rest of the
-class is graded regardless."""
+submission retried once; killed again, the submission is reported lost (WORKER_LOST: the batch
+records it as crashed), and the rest of the class is graded regardless. A worker stuck past the
+deadline is a grader error, not retried."""
 import os
 import signal
 import threading
@@ -11,6 +12,7 @@ import pytest
 
 from conftest import ROOT
 from fixtures.batch.build import make_class
+from grader.frontends.batch.executors import Outcome
 from grader.frontends.batch.workers import Pool, Task
 from grader.config import load_config
 
@@ -63,7 +65,8 @@ def test_a_submission_that_kills_its_worker_twice_is_reported_not_retried_foreve
     by = {d.task.student: d for d in done}
     assert sorted(by) == ["a", "b", "c", "slow"] and len(done) == 4
     assert by["slow"].result_json is None and "ended unexpectedly" in by["slow"].error
-    assert all(by[s].result_json is not None for s in "abc")
+    assert by["slow"].outcome is Outcome.WORKER_LOST and by["slow"].lost == 2
+    assert all(by[s].outcome is Outcome.GRADED for s in "abc")
 
 
 def test_a_stuck_worker_is_stopped_at_the_deadline_and_not_retried(tasks):
@@ -73,7 +76,7 @@ def test_a_stuck_worker_is_stopped_at_the_deadline_and_not_retried(tasks):
     start = time.monotonic()
     pool.run(tasks, done.append)
     by = {d.task.student: d for d in done}
-    assert len(done) == 4 and by["slow"].result_json is None
+    assert len(done) == 4 and by["slow"].result_json is None and by["slow"].outcome is Outcome.GRADER_ERROR
     assert "grading took longer than 3 s" in by["slow"].error
     assert all(by[s].result_json is not None for s in "abc")
     assert time.monotonic() - start < 30, "the stuck submission was waited for, not stopped"
