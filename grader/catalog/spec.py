@@ -59,7 +59,9 @@ class Forbidden:
     - `patch`: dotted attributes replaced by tripwires while the student's code runs, so
       `getattr(F, "con" + "v2d")` and `importlib` tricks are caught too;
     - `aten`: substrings of ATen operator names seen by a dispatch mode while the student's
-      code runs (catches any route into the kernel, e.g. `torch.ops.aten...`).
+      code runs (catches any route into the kernel, e.g. `torch.ops.aten...`);
+    - `native`: C++ functions of libtorch whose entry proves the use (`at::native::softmax`),
+      counted by the kernel from outside the child (grader.sandbox.native_watch): authoritative.
     """
 
     name: str
@@ -67,6 +69,7 @@ class Forbidden:
     static: tuple[str, ...] = ()
     patch: tuple[str, ...] = ()
     aten: tuple[str, ...] = ()
+    native: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from grader.pipeline.context import Context, ModuleLoad
 from grader.pipeline.judge import ProbeError, judge
 from grader.results import CaseResult, FailureKind
 from grader.sandbox.provision import copy_submission, make_workdir, remove_workdir
-from grader.sandbox.runner import Outcome, Session
+from grader.sandbox.runner import Outcome, Sandbox, Session
 
 # Importing the module and a session's first call (lazy torch initialisation) get at least this
 # long, however short the per-call limit: a loaded machine must not turn start-up into a timeout.
@@ -66,9 +66,13 @@ class CaseRunner:
         copy_submission({f"{m}.py": s for m, s in self.load.files.items()}, self.workdir)
         rules = [asdict(r) for r in self.spec.forbidden]
         self._import_limit = self._timeout(STARTUP_GRACE)
+        # the exercises of one submission (one Context) share its memory budget (grader.sandbox.budgets)
+        # and the kernel counts their forbidden kernels during each call (grader.sandbox.native_watch)
+        shared = {"submission": f"{id(self.ctx):x}", "count_kernels": True} if isinstance(self.ctx.sandbox, Sandbox) \
+            else {}
         self.session = self.ctx.sandbox.open(self.workdir, self.spec.module, forbidden=rules,
                                              substitutes=dict(self.spec.depends), driver=self.spec.driver,
-                                             import_timeout=self._import_limit)
+                                             import_timeout=self._import_limit, **shared)
         self._first_call = True
         ready = self.session.ready
         self._record_hits(ready)
@@ -181,7 +185,7 @@ class CaseRunner:
             return self._failed(case, FailureKind.TIMEOUT, message, seconds=seconds, facts=facts)
         if outcome.kind in ("crashed", "protocol"):
             kind = FailureKind.CRASH if outcome.kind == "crashed" else FailureKind.PROTOCOL
-            detail = f": {outcome.detail}" if kind is FailureKind.PROTOCOL else ""
+            detail = f": {outcome.detail}" if outcome.detail else ""   # a protocol error, or the memory limit hit
             return self._failed(case, kind, feedback.words(kind, facts) + detail, seconds, facts=facts)
         if outcome.kind == "missing":
             self._missing = True

@@ -7,7 +7,9 @@ and still take 4.5 GB together, and a process that forks and exits in a loop sta
 - pids: at most `max_pids` processes (and threads) at once, fork() fails past it;
 - memory: all of them together at most `memory_bytes` (swap included where the kernel counts it);
 - kill: cgroup v2's `cgroup.kill`, or with v1 the freezer (frozen processes cannot fork), then
-  SIGKILL to each member, then thaw.
+  SIGKILL to each member, then thaw;
+- perf_event: where the parent's kernel counters watch (grader.sandbox.native_watch): the cgroup2
+  group itself, or beside v1 controllers the hierarchy that has perf_event (`bases()`).
 
 The hierarchy is found, not assumed: a cgroup2 mount whose `cgroup.controllers` offers the
 controllers, else the v1 mounts of `pids`, `memory` and `freezer` (a machine may mount v1
@@ -120,8 +122,7 @@ def remove_stale(prefix: str = "grader-") -> None:
     groups stayed behind): names are `<prefix><pid>-<uid>`; a live grader's groups are kept."""
     if os.geteuid() != 0:
         return
-    unified, v1 = _hierarchies()
-    for base in ([unified] if unified else list(v1.values())):
+    for base in bases().values():
         try:
             entries = os.listdir(base)
         except OSError:
@@ -129,11 +130,20 @@ def remove_stale(prefix: str = "grader-") -> None:
         for entry in entries:
             owner = entry[len(prefix):].split("-", 1)[0] if entry.startswith(prefix) else ""
             if owner.isdigit() and not _alive(int(owner)):
-                _kill_members(os.path.join(base, entry, "cgroup.procs"))
-                try:
-                    os.rmdir(os.path.join(base, entry))
-                except OSError:
-                    pass
+                for folder, _, _ in os.walk(os.path.join(base, entry), topdown=False):   # a submission's, inside out
+                    _kill_members(os.path.join(folder, "cgroup.procs"))
+                    try:
+                        os.rmdir(folder)
+                    except OSError:
+                        pass
+
+
+def bases() -> dict[str, str]:
+    """Where this process's groups are made: controller -> folder (cgroup2: {"all": folder})."""
+    if os.geteuid() != 0:
+        return {}
+    unified, v1 = _hierarchies(V1_CONTROLLERS + ("cpuset",))
+    return {"all": unified} if unified else {**v1, **({"perf_event": _perf_base()} if _perf_base() else {})}
 
 
 def _kill_members(procs: str) -> None:
@@ -176,7 +186,7 @@ def missing_controllers(group: Group | None) -> list[str]:
     return [c for c in V1_CONTROLLERS if c not in group.dirs]
 
 
-def _hierarchies() -> tuple[str, dict[str, str]]:
+def _hierarchies(wanted: tuple[str, ...] = V1_CONTROLLERS) -> tuple[str, dict[str, str]]:
     """(a cgroup2 folder of ours that offers pids and memory, or ""; v1 controller -> our folder)."""
     own = _own_paths()
     unified, v1 = "", {}
@@ -195,10 +205,31 @@ def _hierarchies() -> tuple[str, dict[str, str]]:
             if {"pids", "memory"} <= set(offered) and _delegates(base, offered):
                 unified = base
         elif kind == "cgroup":
-            for controller in V1_CONTROLLERS:
+            for controller in wanted:
                 if controller in options and controller not in v1:
                     v1[controller] = os.path.join(point, own.get(controller, "/").lstrip("/"))
     return unified, v1
+
+
+def _perf_base() -> str:
+    """Our folder in the hierarchy that has the perf_event controller: a v1 mount of it, else the
+    cgroup2 mount when /proc/cgroups says it is bound to no v1 hierarchy (hierarchy 0); "" if none."""
+    own = _own_paths()
+    try:
+        with open("/proc/self/mounts") as f:
+            mounts = [line.split() for line in f if len(line.split()) >= 4]
+        with open("/proc/cgroups") as f:
+            bound = {p[0]: p[1] for p in (line.split() for line in f if not line.startswith("#")) if len(p) >= 4}
+    except OSError:
+        return ""
+    for _, point, kind, options, *_ in mounts:
+        if kind == "cgroup" and "perf_event" in options.split(","):
+            return os.path.join(point, own.get("perf_event", "/").lstrip("/"))
+    if bound.get("perf_event") == "0":
+        for _, point, kind, *_ in mounts:
+            if kind == "cgroup2":
+                return os.path.join(point, own.get("", "/").lstrip("/"))
+    return ""
 
 
 def _delegates(base: str, offered: list[str]) -> bool:

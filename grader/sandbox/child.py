@@ -105,7 +105,8 @@ def serve(sock: socket.socket, setup: dict[str, Any]) -> None:
     notes = confine(workdir, int(setup["memory_bytes"]), int(setup.get("file_bytes", 64 << 20)),
                     setup.get("uid"), bool(setup.get("isolate_network", True)),
                     setup.get("read_paths", []), bool(setup.get("keep_read_cap", True)),
-                    setup.get("cgroup_procs", []), setup.get("cgroup_missing", []))
+                    setup.get("cgroup_procs", []), setup.get("cgroup_missing", []),
+                    int(setup.get("folder_bytes", 256 << 20)))
     os.chdir(workdir)
     sys.path[:] = [workdir] + [p for p in sys.path if p and os.path.isdir(p)
                                 and not os.path.exists(os.path.join(p, "solutions"))

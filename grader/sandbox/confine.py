@@ -5,14 +5,17 @@
 - its own session and process group (killed as a group);
 - rlimits: address space (what the zygote already mapped + the memory budget), file size, no core;
 - as root: a fresh network namespace (no network), a fresh IPC namespace (System V shared
-  memory, queues and semaphores are its own and vanish with it), and a private uid: it cannot
+  memory, queues and semaphores are its own and vanish with it), a mount namespace of its own
+  (grader.sandbox.mounts: private /tmp, /var/tmp, /dev/shm and /run, a size-limited working
+  folder, a /proc that shows only its own processes), and a private uid: it cannot
   write the grader's files or signal its processes, runs at most MAX_PROCESSES at once, and
   keeps CAP_DAC_READ_SEARCH only when the Python installation is not readable by other users
   (a pyenv under /root, say);
 - Landlock, where the kernel has it: writes only beneath the child's working folder (and /dev),
   reads only beneath the Python installation, system libraries and the working folder — not
   the grader package, nor the course folder with its solutions and configuration, nor secrets
-  (grader.sandbox.provision decides the paths);
+  (grader.sandbox.provision decides the paths); no TCP bind or connect (ABI 4), no abstract Unix
+  socket or signal reaching outside its own processes (ABI 6 scopes);
 - no new privileges; killed when the zygote dies.
 Each step that the machine cannot do is reported as a note, never silently skipped.
 """
@@ -24,7 +27,7 @@ import resource
 import signal
 import struct
 
-from grader.sandbox import cgroups
+from grader.sandbox import cgroups, mounts
 
 PR_SET_PDEATHSIG = 1
 PR_SET_KEEPCAPS = 8
@@ -45,6 +48,8 @@ _LL_READ = _LL_EXECUTE | _LL_READ_FILE | _LL_READ_DIR
 _LL_WRITE = sum(1 << b for b in (1, 4, 5, 6, 7, 8, 9, 10, 11, 12))
 _LL_REFER, _LL_TRUNCATE = 1 << 13, 1 << 14
 _LL_FILE_ONLY = _LL_EXECUTE | _LL_WRITE_FILE | _LL_READ_FILE | _LL_TRUNCATE   # rights a file rule may carry
+_LL_NET_TCP = 1 << 0 | 1 << 1                   # LANDLOCK_ACCESS_NET_BIND_TCP, _CONNECT_TCP (ABI 4): none allowed
+_LL_SCOPES = 1 << 0 | 1 << 1                    # LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET, _SIGNAL (ABI 6)
 
 
 def _libc():
@@ -61,7 +66,7 @@ def _vm_size() -> int:
 
 def confine(workdir: str, memory_bytes: int, file_bytes: int, uid: int | None, isolate_network: bool,
             read_paths: list[str] = (), keep_read_cap: bool = True, cgroup_procs: list[str] = (),
-            cgroup_missing: list[str] = ()) -> list[str]:
+            cgroup_missing: list[str] = (), folder_bytes: int = 256 << 20) -> list[str]:
     notes: list[str] = []
     libc = _libc()
     missing = list(cgroup_missing) + cgroups.join(list(cgroup_procs))   # first: all it starts is a member
@@ -82,6 +87,7 @@ def confine(workdir: str, memory_bytes: int, file_bytes: int, uid: int | None, i
             notes.append("no network namespace")
         if libc.unshare(CLONE_NEWIPC) != 0:      # System V IPC objects die with the child's namespace
             notes.append("no IPC namespace")
+        notes += mounts.private_view(workdir, uid, folder_bytes, libc)
         resource.setrlimit(resource.RLIMIT_NPROC, (MAX_PROCESSES, MAX_PROCESSES))   # counted per uid
         _drop_to(uid, libc, keep_read_cap)
     libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
@@ -110,8 +116,9 @@ def _landlock(workdir: str, read_paths: list[str], libc) -> bool:
     if abi < 1:
         return False
     handled = _LL_READ | _LL_WRITE | (_LL_REFER if abi >= 2 else 0) | (_LL_TRUNCATE if abi >= 3 else 0)
-    attr = ctypes.create_string_buffer(struct.pack("Q", handled))
-    ruleset = libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, attr, 8, 0)
+    fields = [handled] + ([_LL_NET_TCP] if abi >= 4 else []) + ([_LL_SCOPES] if abi >= 6 else [])
+    attr = ctypes.create_string_buffer(struct.pack(f"{len(fields)}Q", *fields))
+    ruleset = libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, attr, 8 * len(fields), 0)
     if ruleset < 0:
         return False
     writable = _LL_READ | _LL_WRITE_FILE | (_LL_TRUNCATE if abi >= 3 else 0)

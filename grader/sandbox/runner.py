@@ -10,6 +10,7 @@ grader runs as root, every process of the child's private uid) on timeout and on
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -19,10 +20,13 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from grader.sandbox import cgroups, processes, provision, wire
+from grader.sandbox import budgets, cgroups, native_watch, processes, provision, wire
+from grader.sandbox.drain import Drain
+from grader.sandbox.replies import Outcome
+from grader.sandbox.replies import outcome as _outcome
 
 
 @dataclass(frozen=True)
@@ -30,25 +34,10 @@ class Limits:
     memory_bytes: int = 2 << 30
     output_bytes: int = 64 << 10
     file_bytes: int = 64 << 20
+    folder_bytes: int = 256 << 20       # the working folder's size (a tmpfs, as root), /dev/shm's too
     threads: int = 1
     isolate_network: bool = True
     max_message: int = 256 << 20
-
-
-@dataclass
-class Outcome:
-    """What one call produced, seen from the parent. `kind` is one of:
-    ok, error, missing, timeout, crashed, protocol. `called`: the substitutes the call used, as
-    the child says (None when it said nothing: no reply, or a session that does not report)."""
-
-    kind: str
-    value: Any = None
-    error: dict[str, str] = field(default_factory=dict)
-    hits: list[dict[str, str]] = field(default_factory=list)
-    modified: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-    detail: str = ""
-    called: list[str] | None = None
 
 
 class SandboxError(Exception):
@@ -61,6 +50,7 @@ class Sandbox:
         self._zygote: subprocess.Popen | None = None
         self._control: socket.socket | None = None
         self._lock = threading.Lock()
+        self._budgets = budgets.Budgets(self.limits.memory_bytes)
 
     def __enter__(self) -> "Sandbox":
         return self
@@ -99,61 +89,61 @@ class Sandbox:
 
     def open(self, workdir: str, module: str, *, forbidden: list[dict[str, Any]] = (),
              substitutes: dict[str, str] | None = None, driver: str | None = None,
-             import_timeout: float = 10.0) -> "Session":
+             import_timeout: float = 10.0, submission: str = "", count_kernels: bool = False) -> "Session":
+        """A child with `module` imported; `submission` names the submission it belongs to, whose
+        children share one memory budget (grader.sandbox.budgets); `count_kernels`: the kernel counts
+        the forbidden rules' native kernels during each call (grader.sandbox.native_watch)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         out_r, out_w = os.pipe()
         uid = None
         if os.geteuid() == 0:
             uid = 100000 + (int.from_bytes(os.urandom(3), "big") % 800000)
             provision.chown_tree(workdir, uid)
-        group = cgroups.for_child(f"grader-{os.getpid()}-{uid}", self.limits.memory_bytes) if uid is not None else None
+        within = self._budgets.enter(submission) if submission and uid is not None else ""
+        group = cgroups.for_child(f"{within}grader-{os.getpid()}-{uid}", self.limits.memory_bytes) \
+            if uid is not None else None
+        watch, unwatched = native_watch.open_watch(list(forbidden), group.dirs.get("all") if group else None) \
+            if count_kernels else (None, "")
+        procs = (group.procs if group else []) + native_watch.procs_to_join(watch)
         read_paths = provision.read_paths()
         setup = {"read_paths": read_paths, "keep_read_cap": not all(map(provision.world_readable, read_paths)),
                  "workdir": workdir, "module": module, "forbidden": list(forbidden),
                  "substitutes": dict(substitutes or {}), "driver": driver, "memory_bytes": self.limits.memory_bytes,
-                 "file_bytes": self.limits.file_bytes, "threads": self.limits.threads, "uid": uid,
-                 "isolate_network": self.limits.isolate_network, "cgroup_procs": group.procs if group else [],
+                 "file_bytes": self.limits.file_bytes, "folder_bytes": self.limits.folder_bytes,
+                 "threads": self.limits.threads, "uid": uid,
+                 "isolate_network": self.limits.isolate_network, "cgroup_procs": procs,
                  "cgroup_missing": cgroups.missing_controllers(group) if uid is not None else []}
         payload = json.dumps(setup).encode()
-        with self._lock:
-            self.start()
-            socket.send_fds(self._control, [struct.pack(">I", len(payload)) + payload],
-                            [theirs.fileno(), out_w])
-            pid = struct.unpack(">I", self._control.recv(4))[0]
+        if watch is not None and watch.lock is not None:
+            watch.lock.acquire()        # its import is an active phase (native_watch): released once it is ready
+        try:
+            with self._lock:
+                self.start()
+                socket.send_fds(self._control, [struct.pack(">I", len(payload)) + payload],
+                                [theirs.fileno(), out_w])
+                pid = struct.unpack(">I", self._control.recv(4))[0]
+        except BaseException:
+            if watch is not None and watch.lock is not None:
+                watch.lock.release()
+            raise
         theirs.close()
         os.close(out_w)
-        return Session(pid, uid, ours, out_r, self.limits, import_timeout, group)
-
-
-class _Drain(threading.Thread):
-    """Reads the child's stdout/stderr so it never blocks, keeping only the first bytes."""
-
-    def __init__(self, fd: int, keep: int) -> None:
-        super().__init__(daemon=True)
-        self.fd, self.keep = fd, keep
-        self.data = bytearray()
-        self.total = 0
-
-    def run(self) -> None:
-        try:
-            while True:
-                chunk = os.read(self.fd, 1 << 16)
-                if not chunk:
-                    break
-                self.total += len(chunk)
-                if len(self.data) < self.keep:
-                    self.data += chunk[: self.keep - len(self.data)]
-        finally:
-            os.close(self.fd)
+        return Session(pid, uid, ours, out_r, self.limits, import_timeout, group, watch, unwatched,
+                       (self._budgets, submission) if within else None)
 
 
 class Session:
     """One confined child with the student's module imported."""
 
-    def __init__(self, pid: int, uid: int | None, sock: socket.socket, out_fd: int,
-                 limits: Limits, import_timeout: float, group: cgroups.Group | None = None) -> None:
+    def __init__(self, pid: int, uid: int | None, sock: socket.socket, out_fd: int, limits: Limits,
+                 import_timeout: float, group: cgroups.Group | None = None,
+                 watch: native_watch.Watch | None = None, unwatched: str = "",
+                 budget: tuple[budgets.Budgets, str] | None = None) -> None:
         self.pid, self.uid, self.sock, self.limits, self.group = pid, uid, sock, limits, group
-        self.drain = _Drain(out_fd, limits.output_bytes)
+        self.budget = budget    # (the submissions' budgets, this one's key): left when the child's group goes
+        self.watch = watch      # the kernel's count of forbidden kernels (None: not counted, `unwatched` says why)
+        self._kernels, self._final = (watch.kernels if watch else []), [0] * len(watch.kernels if watch else [])
+        self.drain = Drain(out_fd, limits.output_bytes)
         self.drain.start()
         self.alive = True
         try:
@@ -161,15 +151,34 @@ class Session:
         except BaseException:   # whatever went wrong in the parent, no child outlives it
             self.kill()
             raise
+        finally:
+            if watch is not None and watch.lock is not None:
+                watch.lock.release()
         if self.ready.kind != "ok":
             self.kill()         # a child whose import failed has said so and ended: no calls to it
+        elif watch is not None and not native_watch.joined(watch, pid, group.dirs.get("all")):
+            self._unwatch()
+            unwatched = "the child is not in its perf_event control group"
+        if unwatched and self.ready.kind == "ok":
+            self.ready.detail = "; ".join(filter(None, (self.ready.detail, f"no kernel count of forbidden "
+                                                                              f"kernels ({unwatched})")))
 
     # -- calls ---------------------------------------------------------------------------
     def call(self, function: str, args: tuple = (), kwargs: dict | None = None, *,
              timeout: float = 10.0, plain: bool = False) -> Outcome:
         """Call `function` (through the session's driver unless `plain`) with a wall-time limit."""
         if not self.alive:
-            return Outcome("crashed", detail="the process had already stopped")
+            return Outcome("crashed")     # no call to a stopped child
+        if self.watch is None:
+            return self._call(function, args, kwargs, timeout, plain)
+        with self.watch.lock or contextlib.nullcontext():     # a call is an active phase (native_watch)
+            counts = self.watch.read()
+            outcome = self._call(function, args, kwargs, timeout, plain)
+            after = self.watch.read() if self.watch is not None else self._final   # counted, teardown included
+        outcome.hits = outcome.hits + native_watch.hits(self._kernels, counts, after)
+        return outcome
+
+    def _call(self, function: str, args: tuple, kwargs: dict | None, timeout: float, plain: bool) -> Outcome:
         start = time.monotonic()
         try:
             self.sock.settimeout(max(timeout, 0.01))
@@ -198,8 +207,9 @@ class Session:
             return Outcome("protocol", detail=str(e))
 
     def _died(self) -> Outcome:
-        status = self.kill()
-        return Outcome("crashed", detail=status)
+        limit = budgets.limit_hit(self.group, self.budget, self.limits.memory_bytes)   # before the group goes
+        self.kill()
+        return Outcome("crashed", detail=limit)
 
     # -- teardown ------------------------------------------------------------------------
     def kill(self) -> str:
@@ -219,9 +229,18 @@ class Session:
             processes.wait_gone(self.pid, wait, _exists)
         if self.group is not None:       # every member at once: frozen processes cannot fork
             self.group.remove()
+            self._leave_budget()
         if self.uid is not None:
             _kill_uid(self.uid)
+        self._unwatch()
         return "stopped"
+
+    def _unwatch(self) -> None:
+        """Keep the last counts (a call cut short by a kill still reports them) and close the counters."""
+        if self.watch is not None:
+            self._final = self.watch.read()
+            self.watch.close()
+            self.watch = None
 
     def close(self) -> None:
         if self.alive:
@@ -232,7 +251,13 @@ class Session:
             self.kill()
         if self.group is not None:
             self.group.remove()
+            self._leave_budget()
         self.drain.join(timeout=2.0)
+
+    def _leave_budget(self) -> None:
+        if self.budget is not None:
+            budget, self.budget = self.budget, None
+            budget[0].leave(budget[1])
 
     @property
     def output(self) -> tuple[str, bool]:
@@ -242,34 +267,6 @@ class Session:
     @property
     def output_total(self) -> int:
         return self.drain.total
-
-
-def _outcome(reply: Any) -> Outcome:
-    """A decoded reply as an Outcome, each field of the type the pipeline relies on (WireError if not)."""
-    def listed(key: str, item: type) -> list:
-        got = reply.get(key) or []
-        if not isinstance(got, list) or not all(isinstance(x, item) for x in got):
-            raise wire.WireError(f"malformed reply: {key}")
-        return got
-    if not isinstance(reply, dict):
-        raise wire.WireError("malformed reply")
-    hits = listed("hits", dict)[:20]
-    if not all(set(h) == {"rule", "via", "file", "line"} and isinstance(h["rule"], str) and isinstance(h["via"], str)
-               and isinstance(h["file"], str) and type(h["line"]) is int for h in hits):
-        raise wire.WireError("malformed reply: hits")
-    seconds, error = reply.get("seconds") or 0.0, reply.get("error") or {}
-    if not isinstance(seconds, (int, float)) or not isinstance(error, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in error.items()):
-        raise wire.WireError("malformed reply: seconds or error")
-    called = listed("substitutes_called", str) if "substitutes_called" in reply else None
-    if reply.get("ready") is True:
-        return Outcome("ok", value=listed("functions", str), hits=hits, seconds=float(seconds),
-                       detail="; ".join(listed("notes", str)), called=called)
-    if reply.get("ok") is True:
-        return Outcome("ok", value=reply.get("value"), hits=hits, modified=listed("modified", str),
-                       seconds=float(seconds), called=called)
-    kind = "missing" if reply.get("missing") else "error"
-    return Outcome(kind, error=error, hits=hits, seconds=float(seconds), called=called)
 
 
 def _exists(pid: int) -> bool:

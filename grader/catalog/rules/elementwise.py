@@ -1,0 +1,160 @@
+"""Forbidden-API rules of the elementwise chapters: autograd, neurons, activations, losses, the MLP
+(see grader.catalog.rules)."""
+from grader.catalog.rules.native import at_native as _at
+from grader.catalog.spec import Forbidden
+
+# ----------------------------------------------------------------------------- shared
+# Rationale: manual-backprop exercises are about deriving the gradient; autograd would compute it.
+# Static: the gradient APIs, the engine, torch.func's transforms, requires_grad=True to a torch function (not
+# Function, no_grad, vmap, requires_grad=False). At run time a tensor's .backward()/.requires_grad_(True) trip
+# (a student's own backward never does), and so does the engine, which every backward pass goes through.
+_FUNC_TRANSFORMS = ("grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "linearize")
+_AUTOGRAD_FUNCTIONAL = ("jacobian", "hessian", "vjp", "jvp", "hvp", "vhp")
+_ENGINE = ("torch.autograd.variable.Variable._execution_engine", "torch._C._ImperativeEngine")
+AUTOGRAD = Forbidden(
+    name="autograd",
+    rationale="this exercise is backprop by hand: compute the gradient from its formula with tensor operations "
+              "(your own layer classes and their backward methods are fine), not with torch.autograd, "
+              "torch.func, a tensor's .backward() or requires_grad=True",
+    static=("torch.autograd.grad", "torch.autograd.backward", "torch.autograd.functional", "torch.autograd.forward_ad",
+            "torch.autograd.Variable._execution_engine", "torch._C._EngineBase", *_ENGINE, "kw:requires_grad",
+            *(f"{m}.{f}" for m in ("torch.func", "functorch") for f in _FUNC_TRANSFORMS)),
+    patch=("torch.Tensor.backward", "torch.autograd.backward", "torch.autograd.grad", "torch.Tensor.requires_grad_",
+           "torch.autograd.forward_ad.make_dual", *(f"torch.autograd.functional.{f}" for f in _AUTOGRAD_FUNCTIONAL),
+           *(f"torch.func.{f}" for f in _FUNC_TRANSFORMS), *_ENGINE),
+    native=("torch::autograd::Engine::execute",))
+
+# ----------------------------------------------------------------------------- neurons
+# Rationale: heaviside is one comparison; torch.heaviside would be the whole exercise.
+HEAVISIDE = Forbidden(
+    name="torch.heaviside", rationale="this exercise is the step function itself: build it from a comparison",
+    static=("torch.heaviside",),
+    patch=("torch.heaviside", "torch.Tensor.heaviside", "torch.Tensor.heaviside_"),
+    aten=("aten::heaviside",), native=_at("structured_heaviside_out::impl"))
+# Rationale: sign is two comparisons; torch.sign/sgn would be the whole exercise.
+SIGN = Forbidden(
+    name="torch.sign", rationale="this exercise is the sign function itself: build it from comparisons",
+    static=("torch.sign", "torch.sgn"),
+    patch=("torch.sign", "torch.sgn", "torch.Tensor.sign", "torch.Tensor.sgn", "torch.Tensor.sign_",
+           "torch.Tensor.sgn_"),
+    aten=("aten::sign", "aten::sgn"), native=_at("structured_sign_out::impl", "structured_sgn_out::impl"))
+
+# ----------------------------------------------------------------------------- activations
+# Rationale: the sigmoid is the exercise; torch.sigmoid (and its aliases) would skip the stable formula.
+SIGMOID = Forbidden(
+    name="torch.sigmoid", rationale="this exercise is the sigmoid itself: write it with torch.exp, stably",
+    static=("torch.sigmoid", "torch.special.expit", "torch.nn.functional.sigmoid", "torch.nn.Sigmoid",
+            "torch.nn.functional.logsigmoid"),
+    patch=("torch.sigmoid", "torch.special.expit", "torch.nn.functional.sigmoid", "torch.Tensor.sigmoid",
+           "torch.Tensor.sigmoid_", "torch.nn.Sigmoid", "torch.nn.functional.logsigmoid"),
+    aten=("aten::sigmoid", "aten::log_sigmoid"),
+    native=_at("structured_sigmoid_out::impl", "log_sigmoid", "log_sigmoid_forward_cpu"))
+# Rationale: tanh is the exercise; torch.tanh would skip the stable formula.
+TANH = Forbidden(
+    name="torch.tanh", rationale="this exercise is tanh itself: write it with torch.exp (or a stable sigmoid), stably",
+    static=("torch.tanh", "torch.nn.functional.tanh", "torch.nn.Tanh"),
+    patch=("torch.tanh", "torch.nn.functional.tanh", "torch.Tensor.tanh", "torch.Tensor.tanh_", "torch.nn.Tanh"),
+    aten=("aten::tanh",), native=_at("structured_tanh_out::impl"))
+# Rationale: relu is the exercise; torch.relu and nn.ReLU would be the whole answer.
+RELU = Forbidden(
+    name="torch.relu", rationale="this exercise is relu itself: use torch.clamp, torch.maximum or torch.where",
+    static=("torch.relu", "torch.relu_", "torch.nn.functional.relu", "torch.nn.functional.relu_", "torch.nn.ReLU"),
+    patch=("torch.relu", "torch.relu_", "torch.nn.functional.relu", "torch.nn.functional.relu_",
+           "torch.Tensor.relu", "torch.Tensor.relu_", "torch.nn.ReLU"),
+    aten=("aten::relu",), native=_at("relu", "relu_"))
+# Rationale: leaky relu is the exercise; F.leaky_relu (and prelu/rrelu) would be the whole answer.
+LEAKY_RELU = Forbidden(
+    name="torch.nn.functional.leaky_relu", rationale="this exercise is leaky relu itself: use torch.where",
+    static=("torch.nn.functional.leaky_relu", "torch.nn.functional.leaky_relu_", "torch.nn.LeakyReLU",
+            "torch._C._nn.leaky_relu", "torch.nn.functional.rrelu", "torch.nn.functional.prelu"),
+    patch=("torch.nn.functional.leaky_relu", "torch.nn.functional.leaky_relu_", "torch.nn.LeakyReLU",
+           "torch._C._nn.leaky_relu", "torch.nn.functional.prelu"),
+    aten=("aten::leaky_relu", "aten::rrelu", "aten::_prelu"),
+    native=_at("structured_leaky_relu_out::impl", "rrelu", "prelu", "_prelu_kernel"))
+# Rationale: elu is the exercise; F.elu and its relatives celu/selu would be the whole answer.
+_ELU_APIS = ("torch.nn.functional.elu", "torch.nn.functional.elu_", "torch.nn.ELU", "torch.nn.functional.celu",
+             "torch.nn.functional.selu", "torch.celu", "torch.selu", "torch._C._nn.elu")
+ELU = Forbidden(
+    name="torch.nn.functional.elu",
+    rationale="this exercise is elu itself: use torch.where and torch.expm1 or torch.exp",
+    static=_ELU_APIS, patch=_ELU_APIS, aten=("aten::elu", "aten::celu", "aten::selu"),
+    native=_at("structured_elu_out::impl", "celu", "selu"))
+# Rationale: gelu is the exercise; F.gelu would skip z * Phi(z).
+_GELU_APIS = ("torch.nn.functional.gelu", "torch.nn.GELU", "torch._C._nn.gelu")
+GELU = Forbidden(
+    name="torch.nn.functional.gelu", rationale="this exercise is gelu itself: write z * Phi(z) with torch.erf",
+    static=_GELU_APIS, patch=_GELU_APIS, aten=("aten::gelu",), native=_at("structured_gelu_out_cpu::impl"))
+# Rationale: softmax and log_softmax are each other's shortcut (softmax = exp(log_softmax)), so one
+# rule covers both; the max trick and the normalisation are the exercise.
+SOFTMAX = Forbidden(
+    name="torch.softmax",
+    rationale="this exercise is the stable softmax itself: subtract the max, exponentiate, normalise "
+              "(torch.softmax, torch.log_softmax and their functional forms do all of it)",
+    static=("torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax", "torch.nn.Softmax",
+            "torch._softmax", "torch.log_softmax", "torch.nn.functional.log_softmax",
+            "torch.special.log_softmax", "torch.nn.LogSoftmax", "torch._log_softmax"),
+    patch=("torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax", "torch.Tensor.softmax",
+           "torch.nn.Softmax", "torch._softmax", "torch.log_softmax", "torch.nn.functional.log_softmax",
+           "torch.special.log_softmax", "torch.Tensor.log_softmax", "torch.nn.LogSoftmax", "torch._log_softmax"),
+    aten=("aten::_softmax", "aten::_log_softmax", "aten::softmax", "aten::log_softmax"),
+    native=_at("softmax", "log_softmax", "structured_softmax_cpu_out::impl", "structured_log_softmax_cpu_out::impl"))
+# Rationale: logsumexp is the stable half of log_softmax; writing it is the exercise.
+LOGSUMEXP = Forbidden(
+    name="torch.logsumexp",
+    rationale="log_softmax is z minus the stable log-sum-exp: write that part yourself with the max trick",
+    static=("torch.logsumexp", "torch.special.logsumexp"),
+    patch=("torch.logsumexp", "torch.special.logsumexp", "torch.Tensor.logsumexp"),
+    aten=("aten::logsumexp",), native=_at("logsumexp"))
+
+# ----------------------------------------------------------------------------- losses
+# Rationale: the loss is the exercise; PyTorch's loss function would compute all of it.
+_MSE_APIS = ("torch.nn.functional.mse_loss", "torch.nn.MSELoss", "torch._C._nn.mse_loss")
+MSE = Forbidden(
+    name="torch.nn.functional.mse_loss",
+    rationale="this exercise is the mean squared error itself: square the differences and average them",
+    static=_MSE_APIS, patch=_MSE_APIS, aten=("aten::mse_loss",), native=_at("structured_mse_loss_out::impl"))
+# Rationale: cross_entropy = log_softmax + picking the targets + mean; F.cross_entropy and
+# F.nll_loss do the picking and the mean, which are the exercise.
+_CROSS_ENTROPY_APIS = ("torch.nn.functional.cross_entropy", "torch.nn.functional.nll_loss",
+                       "torch.nn.CrossEntropyLoss", "torch.nn.NLLLoss", "torch._C._nn.cross_entropy_loss",
+                       "torch._C._nn.nll_loss", "torch._C._nn.nll_loss_nd")
+CROSS_ENTROPY = Forbidden(
+    name="torch.nn.functional.cross_entropy",
+    rationale="this exercise is the cross-entropy itself: take the log-probabilities of the target classes and "
+              "average them (torch.log_softmax is allowed; F.cross_entropy and F.nll_loss are not)",
+    static=_CROSS_ENTROPY_APIS, patch=_CROSS_ENTROPY_APIS,
+    aten=("aten::nll_loss", "aten::cross_entropy"),
+    native=_at("cross_entropy_loss_symint", "nll_loss_symint", "nll_loss_nd_symint", "nll_loss2d_forward_cpu",
+               "structured_nll_loss_forward_out_cpu::impl"))
+
+# ----------------------------------------------------------------------------- mlp
+# Rationale: the layer is the exercise; nn.Linear / F.linear compute it in PyTorch's (out, in) layout.
+LINEAR = Forbidden(
+    name="torch.nn.functional.linear",
+    rationale="this exercise is the layer itself: X @ W + b with the course's (in, out) weights",
+    static=("torch.nn.functional.linear", "torch.nn.Linear", "torch._C._nn.linear", "torch.nn.functional.bilinear"),
+    patch=("torch.nn.functional.linear", "torch.nn.Linear", "torch._C._nn.linear"), native=_at("linear", "bilinear"))
+# Rationale: the optimizer's update rule is the exercise; torch.optim would apply it for you.
+TORCH_OPTIM = Forbidden(
+    name="torch.optim",
+    rationale="this exercise is the update rule itself: write it with tensor operations, without torch.optim",
+    static=("torch.optim",),
+    patch=("torch.optim.SGD", "torch.optim.Adam", "torch.optim.AdamW", "torch.optim.RMSprop", "torch.optim.Adagrad",
+           "torch.optim.sgd.sgd", "torch.optim.adam.adam", "torch.optim.adamw.adamw"))
+# Rationale: clipping by the global norm is the exercise; torch.nn.utils does it in one call.
+CLIP = Forbidden(
+    name="torch.nn.utils.clip_grad_norm_",
+    rationale="this exercise is gradient clipping itself: compute the global norm and the scale yourself",
+    static=("torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_norm",
+            "torch.nn.utils.clip_grads_with_norm_", "torch.nn.utils.get_total_norm", "torch.nn.utils.clip_grad"),
+    patch=("torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_norm",
+           "torch.nn.utils.clip_grads_with_norm_", "torch.nn.utils.get_total_norm",
+           "torch.nn.utils.clip_grad.clip_grad_norm_"),
+    aten=("aten::_foreach_norm",))
+# Rationale: xavier_uniform_ is the exercise itself (the bound is what is being learnt).
+_XAVIER_APIS = ("torch.nn.init.xavier_uniform_", "torch.nn.init.xavier_normal_", "torch.nn.init.xavier_uniform",
+                "torch.nn.init.xavier_normal")
+XAVIER = Forbidden(
+    name="torch.nn.init.xavier_uniform_",
+    rationale="this exercise is Glorot's initialisation itself: compute the bound and draw with torch.rand",
+    static=_XAVIER_APIS, patch=_XAVIER_APIS)

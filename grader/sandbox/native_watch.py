@@ -1,0 +1,272 @@
+"""Forbidden native kernels, counted by the kernel from outside the child: the run-time check of
+forbidden APIs that a submission cannot undo (SECURITY.md).
+
+A forbidden rule names the C++ functions of libtorch whose entry proves its use
+(`Forbidden.native`): `at::native::scaled_dot_product_attention` is entered by every route into
+the operator (F.scaled_dot_product_attention, the original a tripwire keeps in `__wrapped__`,
+torch.ops.aten.*, torch._C._nn.*, another operator that decomposes into it). For each kernel the
+PARENT opens a uprobe perf event (Linux perf, the `uprobe` PMU) on a perf_event control group the
+child is in, one per CPU. The kernel then counts every entry into that function by any thread or
+process of the group (a helper thread, a forked helper), and the counts live behind the parent's
+file descriptors, which the child never holds. The parent reads them before it sends a call and
+after the reply: a count that rose during the call is a forbidden hit. The whole call counts
+(driver and substitutes included): a spec's trusted code reaches none of its rules' kernels,
+which grading the worked solutions under this watch proves (tests/test_native_watch.py); what the
+module does at import is not a call and is never counted.
+
+Opening a uprobe costs the kernel a walk over every process that maps libtorch and closing one an
+RCU grace period (tens of milliseconds, seconds on a loaded machine), so where the children's limits
+live in v1 hierarchies the counters are opened once per grading process, on one watch group
+(`grader-<pid>-watch`, cgroup2) that every watched child joins, and kept; since that group's counts
+mix its children, a watched child's active phases (its import, each call) take `Watch.lock`, one
+at a time per grading process. Where cgroup2 holds the limits, each child's own group is counted.
+
+Kernels are found in libtorch_cpu.so's dynamic symbol table (parsed here, once per process: no
+`nm`), by their qualified name, every overload of it. Where the machine cannot count (not root,
+no uprobe PMU, no perf_event control group, a kernel missing from this build of torch)
+`open_watch` says why; the caller names the missing layer in the feedback and the in-child
+tripwires (defence in depth) remain.
+"""
+from __future__ import annotations
+
+import atexit
+import ctypes
+import os
+import platform
+import struct
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from grader.sandbox import cgroups
+from grader.sandbox.kernel_symbols import library, offsets
+
+_UPROBE_TYPE = "/sys/bus/event_source/devices/uprobe/type"
+_PERF_EVENT_OPEN = {"x86_64": 298, "aarch64": 241}.get(platform.machine())
+_FLAG_PID_CGROUP, _FLAG_FD_CLOEXEC = 1 << 2, 1 << 3
+_ATTR = struct.Struct("<IIQQQQQIIQQ")     # perf_event_attr up to config2 (PERF_ATTR_SIZE_VER1, 72 bytes)
+
+
+def unavailable() -> str:
+    """Why this machine cannot count kernels from outside the child ("" when it can)."""
+    if os.geteuid() != 0:
+        return "not running as root"
+    if _PERF_EVENT_OPEN is None:
+        return f"perf_event_open is not known on {platform.machine()}"
+    if not os.path.exists(_UPROBE_TYPE):
+        return "the kernel has no uprobe perf events"
+    if not os.path.exists(library()):
+        return "this build of torch has no libtorch_cpu.so"
+    return ""
+
+
+@dataclass
+class Watch:
+    """Counters of one child's kernels: `read()` before a call and after it, `hits(...)` between.
+    `shared`: the process's counters on its watch group (kept open; `lock` keeps the active phases of
+    the children in it one at a time); otherwise counters of the child's own group, closed after it."""
+
+    kernels: list[tuple[str, str]]                      # (rule, kernel) per counted symbol
+    fds: list[list[int]] = field(default_factory=list)  # per symbol: one counter per CPU
+    shared: bool = False
+    lock: Any = None
+
+    def read(self) -> list[int]:
+        return [sum(struct.unpack("<Q", os.read(fd, 8))[0] for fd in per_cpu) for per_cpu in self.fds]
+
+    def close(self) -> None:
+        """Own counters are closed in the background: each removal waits for an RCU grace period."""
+        if not self.shared and self.fds:
+            fds, self.fds = [fd for per_cpu in self.fds for fd in per_cpu], []
+            threading.Thread(target=lambda: [os.close(fd) for fd in fds], daemon=True).start()
+
+
+def hits(kernels: list[tuple[str, str]], before: list[int], after: list[int]) -> list[dict[str, Any]]:
+    """A hit per (rule, kernel) whose count rose from `before` to `after`, in the tripwires' record shape."""
+    found = []
+    for (rule, kernel), old, new in zip(kernels, before, after):
+        hit = {"rule": rule, "via": f"{kernel} (PyTorch's kernel, counted by the operating system)",
+               "file": "", "line": 0, "counted": True}
+        if new > old and hit not in found:
+            found.append(hit)
+    return found
+
+
+def wanted(rules: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(rule name, kernel) for every native kernel the rules name."""
+    return [(r["name"], k) for r in rules for k in r.get("native", ())]
+
+
+def procs_to_join(watch: Watch | None) -> list[str]:
+    """The cgroup.procs files a child writes its pid to, besides its own groups', to be counted."""
+    if watch is None or not watch.shared:
+        return []
+    return [os.path.join(f, "cgroup.procs") for f in _watch_folders(create=False)]
+
+
+def joined(watch: Watch, pid: int, child_group: str | None) -> bool:
+    """Whether the child is in the groups its counters watch (counts of another group prove nothing,
+    and counters on one CPU only see a child pinned there)."""
+    for folder in (_watch_folders(create=False) if watch.shared else [child_group or "/nonexistent"]):
+        if str(pid) not in _read(os.path.join(folder, "cgroup.procs")).split():
+            return False
+    return True
+
+
+def _watch_folders(create: bool = True) -> list[str]:
+    """The process's watch groups: a perf_event group beside the v1 controllers that hold the
+    children's limits, which every watched child joins, and where the v1 cpuset controller is, a
+    cpuset group that pins them to one CPU (they are active one at a time anyway, `Watch.lock`), so
+    each kernel needs one counter, not one per CPU. [] where cgroup2 holds the limits (there each
+    child's own group is counted) or where there is no perf_event hierarchy."""
+    bases = cgroups.bases()
+    if "all" in bases or "perf_event" not in bases:
+        return []
+    name = f"grader-{os.getpid()}-watch"
+    folders = [os.path.join(bases[c], name) for c in ("perf_event", "cpuset") if c in bases]
+    if create:
+        try:
+            for folder in folders:
+                os.makedirs(folder, exist_ok=True)
+        except OSError:
+            return []
+        if len(folders) > 1 and not _read(os.path.join(folders[1], "cpuset.cpus")) and \
+                not _pin(folders[1], bases["cpuset"]):
+            folders = folders[:1]
+    elif len(folders) > 1 and not _read(os.path.join(folders[1], "cpuset.cpus")):
+        folders = folders[:1]
+    return folders
+
+
+def _pin(folder: str, parent: str) -> bool:
+    """Give the cpuset group the parent's memory nodes and its last CPU."""
+    cpus = _read(os.path.join(parent, "cpuset.effective_cpus")) or _read(os.path.join(parent, "cpuset.cpus"))
+    mems = _read(os.path.join(parent, "cpuset.effective_mems")) or _read(os.path.join(parent, "cpuset.mems"))
+    if not cpus or not mems:
+        return False
+    try:
+        for key, value in (("cpuset.mems", mems), ("cpuset.cpus", str(_cpu_list(cpus)[-1]))):
+            with open(os.path.join(folder, key), "w") as f:
+                f.write(value)
+    except OSError:
+        return False
+    return True
+
+
+def _counted_cpus(cgroup_dir: str) -> list[int]:
+    """The CPUs a group's children may run on: the watch group's pinned CPU, else every online one."""
+    folders = _watch_folders(create=False)
+    pinned = _read(os.path.join(folders[1], "cpuset.cpus")) if len(folders) > 1 and cgroup_dir == folders[0] else ""
+    return _cpu_list(pinned) if pinned else _cpu_list(_read("/sys/devices/system/cpu/online") or "0")
+
+
+def _cpu_list(text: str) -> list[int]:
+    """'0-3,5' -> [0, 1, 2, 3, 5]"""
+    cpus = []
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        cpus += range(int(low), int(high or low) + 1)
+    return cpus
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def open_watch(rules: list[dict[str, Any]], child_group: str | None) -> tuple[Watch | None, str]:
+    """Counters for the rules' kernels: on the process's watch group where there is one, else on the
+    child's own group at `child_group`. (the watch, "") or (None, why not); (None, "") when the rules
+    name no kernel."""
+    kernels = wanted(rules)
+    if not kernels:
+        return None, ""
+    why = unavailable()
+    folders = [] if why else _watch_folders()
+    shared = folders[0] if folders else ""
+    if not why and not (shared or child_group):
+        why = "no perf_event control group"
+    if why:
+        return None, why
+    path = library()
+    try:
+        symbols = [(rule, kernel, off) for rule, kernel in kernels for off in offsets(path, kernel)]
+    except OSError as e:
+        return None, f"cannot read {os.path.basename(path)} ({e})"
+    missing = sorted({k for _, k in kernels} - {k for _, k, _ in symbols})
+    if missing:
+        return None, f"{', '.join(missing)} not found in this build of torch"
+    watch = Watch([(rule, kernel) for rule, kernel, _ in symbols], shared=bool(shared),
+                  lock=_SHARED_LOCK if shared else None)
+    try:
+        for _, _, off in symbols:
+            watch.fds.append(_counters(path, off, shared) if shared else _open(path, off, child_group))
+    except OSError as e:
+        watch.close()
+        return None, f"perf_event_open failed ({e.strerror or e})"
+    return watch, ""
+
+
+# The process's own counters on its watch group, opened once per (folder, offset): a uprobe costs the
+# kernel a walk over every process that maps libtorch, its removal an RCU grace period (5-100 ms
+# each, seconds on a loaded machine), so they are never opened per child. They are closed by a
+# helper process when this one exits, so that exit does not wait for the grace periods.
+_SHARED: dict[tuple[int, str, int], list[int]] = {}
+_SHARED_LOCK = threading.Lock()
+_OPENING = threading.Lock()
+
+
+def _counters(path: str, offset: int, folder: str) -> list[int]:
+    with _OPENING:
+        key = (os.getpid(), folder, offset)
+        if key not in _SHARED:
+            if not _SHARED:
+                atexit.register(_release, os.getpid())
+            _SHARED[key] = _open(path, offset, folder)
+        return _SHARED[key]
+
+
+def _release(pid: int) -> None:
+    fds = [fd for (owner, _, _), per_cpu in _SHARED.items() if owner == pid for fd in per_cpu]
+    if os.getpid() != pid or not fds:
+        return
+    if os.fork() == 0:          # the helper closes them; this process exits now
+        try:
+            os.setsid()
+            for fd in fds:
+                os.close(fd)
+            for folder in _watch_folders(create=False):
+                try:
+                    os.rmdir(folder)
+                except OSError:
+                    pass
+        finally:
+            os._exit(0)
+
+
+def _open(path: str, offset: int, cgroup_dir: str) -> list[int]:
+    """One uprobe counter per CPU the group's children may run on, for the function at `offset` of
+    `path`, on the group at `cgroup_dir`."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    with open(_UPROBE_TYPE) as f:
+        pmu = int(f.read())
+    where = ctypes.create_string_buffer(path.encode())     # read by the kernel at open, in this process
+    attr = ctypes.create_string_buffer(_ATTR.pack(pmu, _ATTR.size, 0, 0, 0, 0, 0, 0, 0, ctypes.addressof(where),
+                                                  offset))
+    group = os.open(cgroup_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    fds: list[int] = []
+    try:
+        for cpu in _counted_cpus(cgroup_dir):
+            fd = libc.syscall(_PERF_EVENT_OPEN, attr, group, cpu, -1, _FLAG_PID_CGROUP | _FLAG_FD_CLOEXEC)
+            if fd < 0:
+                err = ctypes.get_errno()
+                for opened in fds:
+                    os.close(opened)
+                raise OSError(err, os.strerror(err))
+            fds.append(fd)
+    finally:
+        os.close(group)
+    return fds

@@ -1,0 +1,168 @@
+"""The authoritative run-time check of forbidden APIs (grader.sandbox.native_watch): the parent counts,
+through uprobe perf events on the child's control group, every entry into the native kernels a rule
+names, so no route, thread or helper process of the child escapes it and nothing the child does can
+undo it. Each attack below is a function of one module graded in one child under the SDPA rule.
+
+As an ordinary user (or without the uprobe PMU) the counting tests are skipped and the fallback test
+checks that the missing layer is named; the kernel-name tests run everywhere.
+"""
+from __future__ import annotations
+
+import dataclasses
+import shutil
+
+import pytest
+
+import grader.catalog.rules as rules
+from grader.catalog.spec import Forbidden
+from grader.sandbox import kernel_symbols, native_watch
+from grader.sandbox.provision import copy_submission, make_workdir
+
+COUNTED = "counted by the operating system"
+NEEDS_PROBES = pytest.mark.skipif(bool(native_watch.unavailable()), reason=native_watch.unavailable() or "")
+
+ATTACKS = '''
+import os, threading
+import torch
+import torch.nn.functional as F
+
+Q = torch.randn(2, 3, 4)
+F.scaled_dot_product_attention(Q, Q, Q)     # at import, outside every call: not counted
+
+
+def by_hand(q):
+    """Correct: scores, softmax, weighted sum. Must hold: no native hit."""
+    w = torch.softmax(q @ q.transpose(-2, -1) / q.shape[-1] ** 0.5, dim=-1)
+    return w @ q
+
+
+def aten_op(q):
+    """Attack: torch.ops.aten by a built name (decomposed before any dispatch mode sees it)."""
+    return getattr(torch.ops.aten, "scaled_dot_product_" + "attention")(q, q, q)
+
+
+def unwrapped(q):
+    """Attack: the original the tripwire keeps in __wrapped__."""
+    return F.scaled_dot_product_attention.__wrapped__(q, q, q)
+
+
+def c_nn(q):
+    """Attack: the C binding under torch.nn.functional."""
+    return torch._C._nn.scaled_dot_product_attention(q, q, q)
+
+
+def math_kernel(q):
+    """Attack: the math kernel SDPA dispatches to, by its own operator."""
+    return torch.ops.aten._scaled_dot_product_attention_math(q, q, q)[0]
+
+
+def in_thread(q):
+    """Attack: the call in a helper thread."""
+    out = []
+    t = threading.Thread(target=lambda: out.append(F.scaled_dot_product_attention.__wrapped__(q, q, q)))
+    t.start()
+    t.join()
+    return out[0]
+
+
+def in_helper_process(q):
+    """Attack: the call in a forked helper process, the answer sent back through a pipe."""
+    r, w = os.pipe()
+    if os.fork() == 0:
+        out = F.scaled_dot_product_attention.__wrapped__(q, q, q)
+        os.write(w, out.numpy().tobytes())
+        os._exit(0)
+    os.close(w)
+    data = b""
+    while len(data) < q.numel() * 4:
+        data += os.read(r, 1 << 16)
+    os.wait()
+    return torch.frombuffer(bytearray(data), dtype=torch.float32).reshape(q.shape)
+'''
+
+
+def test_mangled_prefix_names_every_overload():
+    assert kernel_symbols.mangled_prefix("at::native::softmax") == b"_ZN2at6native7softmaxE"
+    assert kernel_symbols.mangled_prefix("at::native::structured_tanh_out::impl") == \
+        b"_ZN2at6native19structured_tanh_out4implE"
+
+
+def test_every_rule_kernel_is_in_this_torch():
+    """A kernel a rule names that this build of torch lacks would be a silent hole: each must resolve."""
+    library = kernel_symbols.library()
+    named = [(r.name, k) for r in vars(rules).values() if isinstance(r, Forbidden) for k in r.native]
+    assert len(named) > 40
+    missing = [(rule, k) for rule, k in named if not kernel_symbols.offsets(library, k)]
+    assert not missing, missing
+
+
+@pytest.fixture(scope="module")
+def watched(sandbox):
+    workdir = make_workdir()
+    copy_submission({"attacks.py": ATTACKS}, workdir)
+    session = sandbox.open(workdir, "attacks", forbidden=[dataclasses.asdict(rules.SDPA)],
+                           import_timeout=30, count_kernels=True)
+    yield session
+    session.close()
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _counted(outcome) -> list[str]:
+    return [h["via"] for h in outcome.hits if COUNTED in h["via"]]
+
+
+@NEEDS_PROBES
+def test_a_correct_call_is_never_counted(watched):
+    import torch
+    assert watched.ready.kind == "ok", watched.ready
+    assert "kernel count" not in watched.ready.detail
+    q = torch.randn(2, 3, 4)
+    outcome = watched.call("by_hand", (q,), timeout=30)
+    assert outcome.kind == "ok", outcome
+    assert _counted(outcome) == []          # the import-time use lies outside every call
+
+
+@NEEDS_PROBES
+@pytest.mark.parametrize("attack", ["aten_op", "unwrapped", "c_nn", "math_kernel", "in_thread",
+                                    "in_helper_process"])
+def test_every_route_into_the_kernel_is_counted(watched, attack):
+    import torch
+    q = torch.randn(2, 3, 4)
+    # the parent running the kernel itself (a reference) between calls is not the child's
+    torch.nn.functional.scaled_dot_product_attention(q, q, q)
+    outcome = watched.call(attack, (q,), timeout=30)
+    assert outcome.kind == "ok", outcome
+    via = _counted(outcome)
+    assert via and all(v.startswith("at::native::") for v in via), outcome.hits
+    assert {h["rule"] for h in outcome.hits if COUNTED in h["via"]} == {rules.SDPA.name}
+    after = watched.call("by_hand", (q,), timeout=30)
+    assert _counted(after) == [], "a count from the previous call leaked into the next"
+
+
+def test_without_the_layer_the_feedback_says_so(sandbox, monkeypatch):
+    """Where the kernel cannot count (not root, no uprobe PMU...) the in-child tripwires remain and the
+    missing layer is named in the session's notes."""
+    monkeypatch.setattr(native_watch, "unavailable", lambda: "not running as root")
+    workdir = make_workdir()
+    copy_submission({"attacks.py": "def f():\n    return 1\n"}, workdir)
+    session = sandbox.open(workdir, "attacks", forbidden=[dataclasses.asdict(rules.SDPA)],
+                           import_timeout=30, count_kernels=True)
+    try:
+        assert session.ready.kind == "ok", session.ready
+        assert "no kernel count of forbidden kernels (not running as root)" in session.ready.detail
+        assert session.watch is None
+    finally:
+        session.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def test_rules_without_kernels_open_nothing(sandbox):
+    workdir = make_workdir()
+    copy_submission({"attacks.py": "def f():\n    return 1\n"}, workdir)
+    session = sandbox.open(workdir, "attacks", forbidden=[dataclasses.asdict(rules.TORCH_OPTIM)],
+                           import_timeout=30, count_kernels=True)
+    try:
+        assert session.watch is None and "kernel count" not in session.ready.detail
+    finally:
+        session.close()
+        shutil.rmtree(workdir, ignore_errors=True)
