@@ -1,22 +1,23 @@
 """The grader's own cost, measured side by side in one run:
 
-    .venv/bin/python benchmarks/grader_cost.py [--perf] [--repeat 3]
+    .venv/bin/python benchmarks/grader_cost.py [--perf] [--repeat 3] [--against TREE]
 
-1. process start: a bare `python -c pass`, `import torch`, `import grader.cli` (what every
-   `grader` command pays before it does anything), and starting the sandbox's warm zygote
-   (a second Python that imports torch once, then forks one child per exercise);
-2. a full `grader check` of solutions/ (a subprocess writing the JSON report); with --perf,
-   the same again with the performance checks on (`grader check --perf`);
-3. per-exercise overhead: grading one cheap exercise through the engine with a warm sandbox,
-   against calling the worked solution on the same cases directly in this process.
+1. process start: a bare `python -c pass`, `import torch`, `import grader.cli` with the parser
+   `grader check` builds (and with every command's), and starting the sandbox's warm zygote (a
+   second Python that imports torch once, then forks one child per exercise);
+2. `grader check` of solutions/, whole and of one chapter (attention), as subprocesses writing the
+   JSON report; with --perf, the whole check again with the performance checks on;
+3. per-exercise overhead: grading one cheap exercise (causal_mask) through the engine with a warm
+   sandbox, against calling the worked solution on the same cases directly.
 
 Each line gives the median wall time over the repeats and its ratio to a baseline named on the
-line. Timings on a shared machine move with its load, which is printed too.
+line. With --against TREE (a `git worktree` of an older commit, say), every figure is measured for
+both checkouts, alternately, with the same Python, and shown side by side. Timings on a shared
+machine move with its load, which is printed too.
 """
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import statistics
 import subprocess
@@ -25,86 +26,120 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 PY = sys.executable
 
+# Run in a checkout's folder with that checkout first on the path; prints seconds on its last line.
+ZYGOTE = """
+import time
+from grader.config import load_config
+from grader.pipeline.engine import limits_from
+from grader.sandbox.runner import Sandbox
+sb = Sandbox(limits_from(load_config("autograde.toml", env={})))
+t0 = time.perf_counter(); sb.start(); t = time.perf_counter() - t0; sb.shutdown(); print(t)
+"""
+PER_EXERCISE = """
+import importlib.util, statistics, sys, time
+from grader.catalog import catalog
+from grader.config import load_config
+from grader.pipeline.engine import build_cases, grade, limits_from
+from grader.sandbox.runner import Sandbox
+config, spec = load_config("autograde.toml", env={}), catalog()["attention.causal_mask"]
+loader = importlib.util.spec_from_file_location("solution_attention", "solutions/attention.py")
+module = importlib.util.module_from_spec(loader); loader.loader.exec_module(module)
+cases, fn = build_cases(spec, None), getattr(module, spec.function)
+def median(f, n):
+    ts = []
+    for _ in range(n):
+        t0 = time.perf_counter(); f(); ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+direct = median(lambda: [fn(*c.args, **c.kwargs) for c in cases], 20)
+with Sandbox(limits_from(config)) as sandbox:
+    grade("solutions", [spec], config, sandbox=sandbox)          # warm the zygote
+    graded = median(lambda: grade("solutions", [spec], config, sandbox=sandbox), %d)
+print(len(cases), direct, graded)
+"""
 
-def wall(fn, repeat: int) -> float:
-    times = []
+
+def run(tree: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([PY, *args], cwd=tree, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": tree})
+
+
+def timed(tree: str, *args: str) -> float:
+    t0 = time.perf_counter()
+    p = run(tree, *args)
+    if p.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(args)} in {tree} failed ({p.returncode}):\n{p.stderr[-2000:]}")
+    return time.perf_counter() - t0
+
+
+def printed(tree: str, code: str) -> list[float]:
+    p = run(tree, "-c", code)
+    if p.returncode:
+        raise SystemExit(f"in {tree}:\n{p.stderr[-2000:]}")
+    return [float(x) for x in p.stdout.split()[-3:]]
+
+
+def show(label: str, values: list[float], base: tuple[str, list[float]] | None = None) -> None:
+    cols = ""
+    for i, v in enumerate(values):
+        shown = f"{v * 1e3:9.1f} ms" if v >= 1e-3 else f"{v * 1e6:9.1f} us"
+        ratio = f" {v / base[1][i]:6.1f}x" if base else " " * 8
+        cols += f" {shown}{ratio}"
+    print(f"  {label:<44}{cols}   {'x ' + base[0] if base else ''}", flush=True)
+
+
+def median_over(trees: list[str], repeat: int, measure) -> list[float]:
+    """measure(tree) -> seconds, `repeat` times per tree, the trees alternating; medians per tree."""
+    got: dict[str, list[float]] = {t: [] for t in trees}
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
-def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([PY, *args], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": ROOT})
-
-
-def line(label: str, seconds: float, base: tuple[str, float] | None = None) -> None:
-    ratio = f"{seconds / base[1]:9.1f}x {base[0]}" if base else ""
-    shown = f"{seconds * 1e3:10.1f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:10.1f} us"
-    print(f"  {label:<46} {shown}  {ratio}", flush=True)
+        for t in trees:
+            got[t].append(measure(t))
+    return [statistics.median(got[t]) for t in trees]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--perf", action="store_true", help="also time a full check with performance checks on")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--against", metavar="TREE", help="another checkout, measured alternately beside this one")
     args = parser.parse_args()
-    print(f"grader cost on {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, median of {args.repeat}\n")
+    trees = [ROOT] + ([os.path.abspath(args.against)] if args.against else [])
+    names = "  ".join(f"{os.path.basename(t.rstrip('/')):>17}" for t in trees)
+    print(f"grader cost on {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, median of {args.repeat}"
+          f"\n  {'':<44} {names}\n")
+    r = args.repeat
 
     print("1. process start")
-    bare = wall(lambda: run("-c", "pass"), args.repeat)
-    line("python -c pass", bare)
-    torch_import = wall(lambda: run("-c", "import torch"), args.repeat)
-    line("python -c 'import torch'", torch_import, ("bare start", bare))
-    cli = wall(lambda: run("-c", "import grader.cli; grader.cli.build_parser()"), args.repeat)
-    line("import grader.cli + build the parser", cli, ("bare start", bare))
-    from grader.config import load_config
-    from grader.pipeline.engine import limits_from
-    from grader.sandbox.runner import Sandbox
-    config = load_config(os.path.join(ROOT, "autograde.toml"), env={})
+    bare = median_over(trees, r, lambda t: timed(t, "-c", "pass"))
+    show("python -c pass", bare)
+    torch_import = median_over(trees, r, lambda t: timed(t, "-c", "import torch"))
+    show("python -c 'import torch'", torch_import, ("bare start", bare))
+    cli = median_over(trees, r, lambda t: timed(t, "-c", "import grader.cli as c, inspect; "
+                                                "c.build_parser(['check'] if inspect.signature(c.build_parser)"
+                                                ".parameters else None)"))
+    show("import grader.cli + the parser of `check`", cli, ("bare start", bare))
+    every = median_over(trees, r, lambda t: timed(t, "-c", "import grader.cli; grader.cli.build_parser()"))
+    show("import grader.cli + every command's parser", every, ("bare start", bare))
+    zygote = median_over(trees, r, lambda t: printed(t, ZYGOTE)[-1])
+    show("sandbox zygote start (torch imported once)", zygote, ("torch import", torch_import))
 
-    def zygote():
-        sb = Sandbox(limits_from(config))
-        sb.start()
-        sb.shutdown()
-    line("sandbox zygote start (torch imported once)", wall(zygote, args.repeat), ("torch import", torch_import))
-
-    print("\n2. full check of solutions/")
-    from grader.catalog import catalog
+    print("\n2. grader check of solutions/ (a process of its own, JSON report)")
     out = os.path.join(tempfile.mkdtemp(prefix="grader-cost-"), "results.json")
     check = ["-m", "grader", "check", "--submission", "solutions", "--format", "json", "--output", out]
-    full = wall(lambda: run(*check), 1)
-    line(f"grader check ({len(catalog())} exercises)", full, ("torch import", torch_import))
-    line("  per exercise", full / len(catalog()))
+    full = median_over(trees, r, lambda t: timed(t, *check))
+    show("grader check (every exercise)", full, ("torch import", torch_import))
+    chapter = median_over(trees, r, lambda t: timed(t, *check, "attention"))
+    show("grader check attention (4 exercises)", chapter, ("torch import", torch_import))
     if args.perf:
-        from grader.timing.specs import REGISTRY
-        timed = sum(e in catalog() for e in REGISTRY)
-        with_perf = wall(lambda: run(*check, "--perf"), 1)
-        line(f"grader check --perf ({timed} performance checks)", with_perf, ("check without", full))
-        line("  per performance check", (with_perf - full) / max(timed, 1))
+        with_perf = median_over(trees, 1, lambda t: timed(t, *check, "--perf"))
+        show("grader check --perf", with_perf, ("check without", full))
 
     print("\n3. per-exercise overhead (warm sandbox)")
-    from grader.pipeline.engine import build_cases, grade
-    exercise = "attention.causal_mask"
-    spec = catalog()[exercise]
-    source = importlib.util.spec_from_file_location("solution_attention",
-                                                    os.path.join(ROOT, "solutions", "attention.py"))
-    module = importlib.util.module_from_spec(source)
-    source.loader.exec_module(module)
-    cases = build_cases(spec, None)
-    fn = getattr(module, spec.function)
-    direct = wall(lambda: [fn(*c.args, **c.kwargs) for c in cases], max(args.repeat, 5))
-    line(f"causal_mask: its {len(cases)} cases, called directly", direct)
-    with Sandbox(limits_from(config)) as sandbox:
-        grade(os.path.join(ROOT, "solutions"), [spec], config, sandbox=sandbox)      # warm the zygote
-        graded = wall(lambda: grade(os.path.join(ROOT, "solutions"), [spec], config, sandbox=sandbox),
-                      max(args.repeat, 5))
-    line("causal_mask: graded (child, wire, compare)", graded, ("direct calls", direct))
+    rows = {t: printed(t, PER_EXERCISE % max(r, 5)) for t in trees}
+    direct, graded = [rows[t][1] for t in trees], [rows[t][2] for t in trees]
+    show(f"causal_mask: its {int(rows[ROOT][0])} cases, called directly", direct)
+    show("causal_mask: graded (child, wire, compare)", graded, ("direct calls", direct))
     print(f"\n(load average now {os.getloadavg()[0]:.1f})")
     return 0
 

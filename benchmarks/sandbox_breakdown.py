@@ -32,7 +32,9 @@ TRACE_KEY = "_breakdown_trace"
 
 def _timed(owner, attr: str, label) -> None:
     """Replace owner.attr by a wrapper recording its span; `label` is a string or f(args, kwargs)."""
-    original = getattr(owner, attr)
+    original = getattr(owner, attr, None)
+    if original is None:            # not in this checkout of the grader
+        return
 
     def wrapper(*args, **kwargs):
         t0 = time.monotonic()
@@ -97,6 +99,11 @@ def probe_zygote(control_fd: int) -> None:
     real_libc = confine._libc
     confine._libc = lambda: _Libc(real_libc())
     _timed(confine, "_libc", "ctypes.CDLL(None)")
+    for module, attr, label in (("mounts", "private_view", "mount namespace, private view"),):
+        try:        # layers a checkout may not have
+            _timed(importlib.import_module(f"grader.sandbox.{module}"), attr, label)
+        except ImportError:
+            pass
     _timed(child, "confine", "confinement, all layers")
     _timed(child, "_load", "trusted substitutes imported")
     _timed(threads, "configure", "torch thread count")
@@ -119,10 +126,17 @@ def probe_zygote(control_fd: int) -> None:
     importlib.import_module = import_module
     _timed(wire, "dumps", "wire: encode (child)")
     _timed(wire, "loads", "wire: decode (child)")
-    real_send = wire.send
+    real_send, real_main, entered = wire.send, child.main, []
+
+    def main(*args, **kwargs):
+        entered.append(time.monotonic())
+        return real_main(*args, **kwargs)
+    child.main = main
 
     def send(sock, obj):
         t0 = time.monotonic()
+        if isinstance(obj, dict) and "ready" in obj and entered:
+            _spans.append(["child: request in hand -> ready reply sent", entered[0], t0])
         if isinstance(obj, dict):       # spans so far travel in the reply the child sends anyway
             obj = {**obj, TRACE_KEY: [s for s in _spans]}
             _spans.clear()
@@ -135,6 +149,7 @@ def probe_zygote(control_fd: int) -> None:
 # --------------------------------------------------------------------------------- parent side
 def _install_parent(runs: list[list]) -> None:
     """Wrappers in this process; every child's spans are added to the current run's."""
+    import importlib
     import subprocess
 
     from grader.pipeline import engine, imports, run
@@ -164,6 +179,12 @@ def _install_parent(runs: list[list]) -> None:
     _timed(provision, "read_paths", "parent: Landlock read paths listed")
     _timed(provision, "world_readable", "parent: read paths checked world-readable")
     _timed(cgroups, "for_child", "parent: control group created")
+    for module, attr, label in (("native_watch", "open_watch", "parent: kernel counters of forbidden kernels opened"),
+                                ("budgets", "limit_hit", "teardown: submission's memory budget checked")):
+        try:        # layers a checkout may not have
+            _timed(importlib.import_module(f"grader.sandbox.{module}"), attr, label)
+        except ImportError:
+            pass
     _timed(runner.socket, "send_fds", "parent: request sent to the zygote")
     _timed(runner.Sandbox, "open", "open: request to ready child (parent's wait)")
     _timed(runner.Session, "call", "call: round trip (parent)")
@@ -246,12 +267,14 @@ ORDER = [  # (label, what "bare" is, key of the bare figure or None), in the ord
     ("parent: request sent to the zygote", "", None),
     ("open: request to ready child (parent's wait)", "", None),
     ("zygote: request received", "", None),
+    ("child: request in hand -> ready reply sent", "", None),
     ("fork: zygote -> child running", "fork of a Python without torch", "fork bare"),
     ("confinement, all layers", "", None),
     ("control group: join", "", None), ("own session and process group", "", None),
     ("rlimit: read VmSize", "", None), ("rlimit: address space", "", None), ("rlimit: file size", "", None),
     ("rlimit: core dumps", "", None), ("network namespace", "", None), ("IPC namespace", "", None),
-    ("rlimit: processes", "", None), ("private uid, capabilities dropped", "", None),
+    ("mount namespace, private view", "", None), ("rlimit: processes", "", None),
+    ("private uid, capabilities dropped", "", None),
     ("Landlock ruleset built and applied", "", None), ("ctypes.CDLL(None)", "", None),
     ("trusted substitutes imported", "", None), ("torch thread count", "", None),
     ("torch.manual_seed", "", None), ("tripwires installed", "", None),
@@ -271,62 +294,114 @@ ORDER = [  # (label, what "bare" is, key of the bare figure or None), in the ord
 ]
 
 
-def main() -> int:
-    import argparse
-    import statistics
-
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--exercise", default="attention.causal_mask")
-    args = parser.parse_args()
-    sys.path.insert(0, ROOT)
-    runs: list[list] = [[]]
-    _install_parent(runs)
+def measure(tree: str, exercise: str, runs: int) -> dict:
+    """Grade `exercise` of `tree` (a checkout of the project: its grader and solutions) `runs`
+    times with the instruments on: per run, each step's total and count, and the end-to-end time."""
+    sys.path.insert(0, tree)
+    spans_of: list[list] = [[]]
+    _install_parent(spans_of)
     from grader.catalog import catalog
     from grader.config import load_config
     from grader.pipeline.engine import grade, limits_from
     from grader.sandbox.runner import Sandbox
 
-    config = load_config(os.path.join(ROOT, "autograde.toml"), env={})
-    spec = catalog()[args.exercise]
-    load = os.getloadavg()[0]
-    totals = []
+    config = load_config(os.path.join(tree, "autograde.toml"), env={})
+    spec = catalog()[exercise]
+    load, totals = os.getloadavg()[0], []
     with Sandbox(limits_from(config)) as sandbox:
-        grade(os.path.join(ROOT, "solutions"), [spec], config, sandbox=sandbox)       # warm the zygote
-        for _ in range(args.runs):
+        grade(os.path.join(tree, "solutions"), [spec], config, sandbox=sandbox)       # warm the zygote
+        for _ in range(runs):
             _spans.clear()
-            runs.append([])
+            spans_of.append([])
             t0 = time.monotonic()
-            result = grade(os.path.join(ROOT, "solutions"), [spec], config, sandbox=sandbox)
+            result = grade(os.path.join(tree, "solutions"), [spec], config, sandbox=sandbox)
             totals.append(time.monotonic() - t0)
-            runs[-1].extend(_spans)
+            spans_of[-1].extend(_spans)
             assert result.exercises[0].points == result.exercises[0].max_points, result.exercises[0].message
-    bare = _bare(args.exercise, max(args.runs, 10))
-    per_run = [{} for _ in runs[1:]]
-    for sums, spans in zip(per_run, runs[1:]):
+    sums, counts = [], []
+    for spans in spans_of[1:]:
+        sums.append({})
+        counts.append({})
         for label, t0, t1 in spans:
-            sums[label] = sums.get(label, 0.0) + (t1 - t0)
-    children = [sum(1 for s in spans if s[0] == "fork: zygote -> child running") for spans in runs[1:]]
-    calls = [sum(1 for s in spans if s[0] == "call: round trip (parent)") for spans in runs[1:]]
-    print(f"{args.exercise} graded {args.runs} times on {os.cpu_count()} CPUs (load average {load:.1f}); "
-          f"one grade = {statistics.median(children):g} children, {statistics.median(calls):g} calls "
-          f"({bare['cases']} cases)\nmedian per grade; 'per' is per child or per call\n")
-    print(f"  {'step':<50} {'sandboxed':>10} {'per':>9}   {'bare':>9}  what bare is")
+            sums[-1][label] = sums[-1].get(label, 0.0) + (t1 - t0)
+            counts[-1][label] = counts[-1].get(label, 0) + 1
+    return {"tree": tree, "sums": sums, "counts": counts, "totals": totals, "load": load,
+            "bare": _bare(exercise, max(runs, 10))}
+
+
+def _table(results: list[dict], exercise: str) -> None:
+    import statistics
+
+    def median_of(result, label):
+        total = statistics.median(r.get(label, 0.0) for r in result["sums"])
+        count = statistics.median(c.get(label, 0) for c in result["counts"])
+        return total, (total / count if count > 1 else None)
+    first, bare = results[0], results[0]["bare"]
+    children = statistics.median(c.get("confinement, all layers", 0) for c in first["counts"])
+    calls = statistics.median(c.get("call: round trip (parent)", 0) for c in first["counts"])
+    runs = len(first["totals"])
+    loads = ", ".join(f"{r['load']:.1f}" for r in results)
+    print(f"{exercise} graded {runs} times per tree on {os.cpu_count()} CPUs (load average "
+          f"{loads}); one grade = {children:g} children, "
+          f"{calls:g} calls ({bare['cases']} cases)\nmedian per grade; 'per' is per child or per call\n")
+    head = "".join(f" {os.path.basename(r['tree'].rstrip('/')) or r['tree']:>10} {'per':>8}" for r in results)
+    print(f"  {'step':<50}{head}   {'bare':>8}  what bare is")
+    labels = [x[0] for x in ORDER] + [lbl for r in results for s in r["sums"] for lbl in s]
+    extra = {x[0]: x[1:] for x in ORDER}
     seen = set()
-    for label, what, key in ORDER + [(lbl, "", None) for r in per_run for lbl in r]:
-        if label in seen or not any(label in r for r in per_run):
+    for label in labels:
+        if label in seen or not any(label in s for r in results for s in r["sums"]):
             continue
         seen.add(label)
-        total = statistics.median(r.get(label, 0.0) for r in per_run)
-        count = statistics.median(sum(1 for s in spans if s[0] == label) for spans in runs[1:])
-        per = f"{total / count * 1e3:7.2f}ms" if count > 1 else ""
-        shown = f"{bare[key] * 1e3:7.2f}ms" if key and bare[key] is not None else f"{'-':>9}"
+        what, key = extra.get(label, ("", None))
+        cols = ""
+        for r in results:
+            total, per = median_of(r, label)
+            cols += f" {total * 1e3:8.2f}ms " + (f"{per * 1e3:6.2f}ms" if per is not None else " " * 8)
+        shown = f"{bare[key] * 1e3:6.2f}ms" if key and bare[key] is not None else f"{'-':>8}"
         top = label.startswith(("parent", "open", "import check", "teardown: close", "call: round"))
-        indent = "" if top else "  "
-        print(f"  {indent + label:<50} {total * 1e3:8.2f}ms {per:>9}   {shown}  {what}")
-    print(f"\n  {'one grade of the exercise, end to end':<50} {statistics.median(totals) * 1e3:8.2f}ms")
+        print(f"  {('' if top else '  ') + label:<50}{cols}   {shown}  {what}")
+    ends = "".join(f" {statistics.median(r['totals']) * 1e3:8.2f}ms {'':8}" for r in results)
+    print(f"\n  {'one grade of the exercise, end to end':<50}{ends}")
     print(f"  (a fork of a Python with torch imported, bare: {bare['fork with torch'] * 1e3:.2f} ms; "
           f"load average now {os.getloadavg()[0]:.1f})")
+
+
+def main() -> int:
+    import argparse
+    import json
+    import subprocess
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--exercise", default="attention.causal_mask")
+    parser.add_argument("--tree", default=ROOT, help="the checkout to measure (default: this one)")
+    parser.add_argument("--against", metavar="TREE", help="another checkout (a `git worktree` of an older "
+                        "commit): both are measured, in alternating rounds, and shown side by side")
+    parser.add_argument("--rounds", type=int, default=3, help="with --against: rounds of --runs grades each")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if not args.against:
+        result = measure(os.path.abspath(args.tree), args.exercise, args.runs)
+        if args.json:
+            print(json.dumps(result))
+        else:
+            _table([result], args.exercise)
+        return 0
+    trees = [os.path.abspath(args.tree), os.path.abspath(args.against)]
+    merged = {t: {"tree": t, "sums": [], "counts": [], "totals": [], "loads": []} for t in trees}
+    for _ in range(args.rounds):
+        for tree in trees:
+            out = subprocess.run([sys.executable, __file__, "--json", "--tree", tree, "--runs", str(args.runs),
+                                  "--exercise", args.exercise], capture_output=True, text=True, check=True)
+            got = json.loads(out.stdout.splitlines()[-1])
+            for key in ("sums", "counts", "totals"):
+                merged[tree][key] += got[key]
+            merged[tree]["loads"].append(got["load"])
+            merged[tree]["bare"] = got["bare"]
+    for r in merged.values():
+        r["load"] = max(r["loads"])
+    _table(list(merged.values()), args.exercise)
     return 0
 
 
