@@ -81,10 +81,15 @@ class DaskExecutor:
     def _connect(self):
         logging.getLogger("distributed").setLevel(logging.ERROR)   # the batch says what matters itself
         if self.n_local:
-            with dask.config.set({"distributed.scheduler.allowed-failures": RETRIES_AFTER_LOST_WORKER,
-                                  "distributed.scheduler.worker-saturation": 1.0}):
-                cluster = LocalCluster(n_workers=self.n_local, threads_per_worker=1, processes=True,
-                                       host="127.0.0.1", dashboard_address=None)
+            try:
+                with dask.config.set({"distributed.scheduler.allowed-failures": RETRIES_AFTER_LOST_WORKER,
+                                      "distributed.scheduler.worker-saturation": 1.0}):
+                    cluster = LocalCluster(n_workers=self.n_local, threads_per_worker=1, processes=True,
+                                           host="127.0.0.1", dashboard_address=None)
+            except Exception as e:        # e.g. worker processes that cannot start here
+                raise BatchError(f"--cluster local:{self.n_local}: the local Dask cluster did not start "
+                                 f"({type(e).__name__}: {e}); grade with the local pool (leave --cluster out)"
+                                 ) from None
             return cluster, Client(cluster)
         try:
             return None, Client(self.scheduler, timeout=CONNECT_TIMEOUT_S)
@@ -110,7 +115,7 @@ class DaskExecutor:
     # -- streaming ---------------------------------------------------------------------------------
     def _stream(self, client, pending: list[Task], on_done) -> None:
         pending.reverse()                 # pop() takes them in the caller's order
-        ac = as_completed([])
+        ac = as_completed([], loop=client.loop)
         running: dict = {}                # future -> task
         waiting_since = time.monotonic()
         said_waiting = False
@@ -194,21 +199,23 @@ class DaskExecutor:
                 "only what is missing")
 
     def _say_waiting(self, client, count: int) -> bool:
-        if not (self.gpu and self.wait_gpu) or self._gpu_workers(client):
+        """Say once why nothing comes back: no worker at all, or none with the GPU resource."""
+        try:
+            workers = list(client.scheduler_info(n_workers=-1)["workers"].values())
+        except Exception:
             return False
-        self.stream.write(f"waiting: {count} submissions need a Dask worker with the GPU resource and none has "
-                          "joined the cluster yet (start one with `dask worker ... --resources GPU=1`), or run "
-                          "again with --no-wait-gpu to grade without the GPU checks\n")
+        if not workers:
+            why = (f"wait for workers: the Dask scheduler at {self.where} has none yet (start some with "
+                   f"`dask worker {self.scheduler or 'ADDRESS'}`)")
+        elif self.gpu and self.wait_gpu and not any(w.get("resources", {}).get("GPU", 0) >= 1 for w in workers):
+            why = ("need a Dask worker with the GPU resource and none has joined the cluster yet (start one with "
+                   "`dask worker ... --resources GPU=1`), or run again with --no-wait-gpu to grade without the "
+                   "GPU checks")
+        else:
+            return False
+        self.stream.write(f"waiting: {count} submissions {why}\n")
         self.stream.flush()
         return True
-
-    @staticmethod
-    def _gpu_workers(client) -> int:
-        try:
-            return sum(1 for w in client.scheduler_info(n_workers=-1)["workers"].values()
-                       if w.get("resources", {}).get("GPU", 0) >= 1)
-        except Exception:
-            return 0
 
 
 def _shape(packed: dict) -> list:
