@@ -110,6 +110,7 @@ def run_batch(options: Options, config: Config, stream: TextIO | None = None) ->
     deadline = late.prepare(config)      # [deadline] and its CSVs, checked before grading (batch/late.py)
     specs = select(list(options.names))
     ids = [s.id for s in specs]
+    executor = choose(replace(options, jobs=options.jobs or default_jobs()), ids, config, stream)
     out = os.path.abspath(options.out)
     found = discover(options.submissions, options.assignment, exclude=out)
     os.makedirs(out, exist_ok=True)
@@ -120,7 +121,6 @@ def run_batch(options: Options, config: Config, stream: TextIO | None = None) ->
     if getattr(config.extra.get("performance"), "enabled", False) and (options.jobs or default_jobs()) > 1:
         summary.notes.append("performance checks ran beside other grading on shared cores: their ratios are noisier "
                              "than alone (--jobs 1 times them one at a time)")
-    executor = choose(replace(options, jobs=options.jobs or default_jobs()), ids, config, stream)
     book = Gradebook(os.path.join(out, "gradebook.sqlite"))
     try:
         settings = settings_hash(config, ids, cuda=not options.no_wait_gpu)
