@@ -156,3 +156,13 @@ def test_exercises_nothing_ran_for_are_one_card_per_reason():
     assert "your function" not in card.get_text()                    # there is no such file
     md = render(SubmissionResult(r.submission, exercises, settings=r.settings), "md")
     assert md.count("not graded") == 1 and md.count("<details><summary><b>") == 2
+
+
+def test_a_grader_fault_keeps_its_own_card_and_row():
+    fault = ExerciseResult(SDPA, Status.GRADER_FAULT, 0.0, 3.0, message="the grader failed on this exercise")
+    r = course(broken=False)
+    r = SubmissionResult(r.submission, tuple(fault if e.id == SDPA else e for e in r.exercises), settings=r.settings)
+    page = soup(r)
+    assert not page.select("section.not-graded") and page.select_one(f"section[id='{SDPA}']")["data-status"] == \
+        "grader fault"
+    assert f"| ⚠️ | `{SDPA}` |" in render(r, "md")
