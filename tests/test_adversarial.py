@@ -14,20 +14,32 @@ asserts for every attack:
 2. the check completes within its wall-time bound;
 3. no file outside the sandbox changed: sha256 of solutions/, exercises/, autograde.toml, grader/
    (bytecode writing is off in this process, so a .pyc that appears is the attack's), a
-   world-writable canary folder in the system temp dir, the names in site-packages and the
-   user site folder, before and after;
+   world-writable canary folder in the system temp dir, before and after; and nothing the attack
+   made appeared in site-packages, the user site folder, /dev/shm or /var/tmp: an entry owned by
+   another uid than the grader's (as root every child has its own), named as the attacks name what
+   they plant, or a .pth, and nothing vanished from site-packages or the user site. The owner
+   decides, not a bare listing: other processes of this machine come and go there as the grader's
+   own user (multiprocessing's sem.mp-* files in /dev/shm from another test run made a bare
+   listing fail);
 4. the secret seed (decimal and hex) appears in no string of the result (`grader.results.to_dict`);
 5. no process of the submission outlives its grading: the attack prints `UID=<n>` and no live,
    non-zombie process runs as that uid afterwards;
 6. no System V IPC object (/proc/sysvipc/shm, msg, sem) and no Unix socket file in the temp dir
    remains.
 
+`test_memory_is_one_budget_for_the_exercises_graded_at_once` holds 1.2 GiB in every child of one
+submission graded three at once, and `test_batch_attack` runs `grader batch` on one attacker per
+cross-student attack and a victim graded after them (see its section below).
+
 As root (CI, grading servers; how this suite is meant to run) every attack runs and every check
-applies. As an ordinary user the private uid, namespaces and cgroup are absent: attacks marked
-root-only (fork bombs, kill(-1), reading other processes' /proc, loopback/abstract sockets, System V
-IPC, background processes, the grader's files) are skipped, and so is the uid check of item 5,
-because on a laptop isolation is best effort (SECURITY.md). Known open holes of issue 14 are
-`xfail(strict=True)`: when one is closed the test turns red and the mark must go.
+applies. As an ordinary user the private uid, namespaces, control groups and the kernel's count of
+forbidden kernels are absent: attacks marked root-only (fork bombs, kill(-1), reading other
+processes' /proc, loopback/abstract and path sockets, System V IPC, background processes, the
+grader's files, the folder's disk limit), the shared-memory test and the batch attacks are skipped,
+and so is the uid check of item 5, because on a laptop isolation is best effort (SECURITY.md); the
+forbidden-API attacks that only the kernel's count catches (`torch.ops.aten`, `__wrapped__`) are
+expected to pass the student there: xfail(strict) where that layer is missing, so the day it is not
+they turn red. Known open holes are `xfail(strict=True)` the same way (none is left of issue 14).
 """
 from __future__ import annotations
 
@@ -49,6 +61,7 @@ import pytest
 
 from conftest import ROOT, attack_uids, processes_of, statuses
 from grader.results import to_dict
+from grader.sandbox import native_watch
 from scenarios import submission
 
 pytestmark = pytest.mark.slow           # about 100 s: three attacks wait out the call limit
@@ -63,6 +76,7 @@ atexit.register(shutil.rmtree, CANARY, True)          # also when the module is 
 PORT_HOLDER: dict = {}
 ABSTRACT = f"adversarial-{os.getpid()}"
 PATH_SOCKET = CANARY / "host.sock"
+RUN_SOCKET = Path("/run") / f"adversarial-{os.getpid()}.sock"
 SITE = Path(sysconfig.get_paths()["purelib"])
 USER_SITE = Path(os.path.expanduser("~")) / ".local" / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
 
@@ -75,6 +89,7 @@ class Attack:
     seconds: float = 30.0           # wall-time bound of the whole check
     root_only: bool = False
     xfail: str | None = None
+    kernel_count: bool = False      # only the kernel's count of native kernels catches it (root)
     scenario: str | None = None
 
 
@@ -273,9 +288,7 @@ for pid in ({os.getpid()}, os.getppid()):
     if data and pid != os.getpid():
         raise RuntimeError('read the command line of ' + str(pid))
 """), "Attack: read the grader's /proc/<pid>/cmdline (a seed given as a flag is there). Must hold: "
-        "the grader's processes are not visible."), root_only=True,
-        xfail="issue 14 item 6: no PID/mount namespace yet, so /proc shows the host's processes and the "
-              "grader's cmdline is world-readable"),
+        "the grader's processes are not visible."), root_only=True),
     "read_grader_package": Attack("attention.causal_mask", mask(ind(f"""
 import glob
 for path in glob.glob({str(ROOT / 'grader' / 'catalog' / '*.py')!r}) + glob.glob({str(ROOT / 'grader' / '*.py')!r}):
@@ -350,7 +363,43 @@ except OSError:
 else:
     raise RuntimeError('reached a path socket of the host')
 """), "Attack: connect to a world-writable path socket of the host. Must hold: unreachable."),
-        root_only=True, xfail="issue 14 item 6: path Unix sockets of the host are reachable (no mount namespace)"),
+        root_only=True),
+    "run_unix_socket": Attack("attention.causal_mask", mask(ind(f"""
+import socket
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    s.connect({str(RUN_SOCKET)!r})
+except OSError:
+    pass
+else:
+    raise RuntimeError('reached a socket of the host in /run')
+"""), "Attack: connect to a world-writable socket in the host's /run (where services keep theirs). "
+        "Must hold: unreachable (the child's /run is its own)."), root_only=True),
+    "other_processes_visible": Attack("attention.causal_mask", mask(ind("""
+others = [p for p in os.listdir('/proc') if p.isdigit() and os.stat(f'/proc/{p}').st_uid != os.getuid()]
+if others:
+    raise RuntimeError(f'{len(others)} processes of other users are visible, e.g. {others[:3]}')
+"""), "Attack: list the processes of other users (the grader, other students). Must hold: none is visible."),
+        root_only=True),
+    "folder_disk_fill": Attack("attention.causal_mask", mask(ind("""
+written = 0
+try:
+    for i in range(12):
+        with open(f'fill{i}.bin', 'wb') as f:
+            for _ in range(60):
+                f.write(b'x' * (1 << 20))
+                written += 1
+except OSError as e:
+    if e.errno != 28:
+        raise
+    for i in range(12):
+        if os.path.exists(f'fill{i}.bin'):
+            os.remove(f'fill{i}.bin')
+if written > 300:
+    raise RuntimeError(f'wrote {written} MiB into the working folder')
+"""), "Attack: fill the working folder with files of 60 MiB each (every one under RLIMIT_FSIZE). "
+        "Must hold: the folder's limit (256 MiB) stops it with ENOSPC; the host's disk is untouched."),
+        root_only=True),
     "bind_socket_in_tmp": Attack("attention.causal_mask", mask(ind("""
 import socket, tempfile
 for folder in (tempfile.gettempdir(), '/tmp', '/dev/shm'):
@@ -393,8 +442,7 @@ if mask is not None:
     scores = scores.masked_fill(~mask, float('-inf'))
 return out, torch.softmax(scores, dim=-1)
 """), "Attack: call torch.ops.aten.scaled_dot_product_attention. Must hold: forbidden."),
-        status="forbidden",
-        xfail="issue 14 item 1: the ATen net never sees SDPA (decomposed before the mode), so the aten route passes"),
+        status="forbidden", kernel_count=True),
     "forbidden_unwrapped": Attack("attention.scaled_dot_product_attention", sdpa(ind("""
 import torch.nn.functional as F
 fn = getattr(F, 'scaled_dot_product_' + 'attention')
@@ -405,8 +453,7 @@ if mask is not None:
     scores = scores.masked_fill(~mask, float('-inf'))
 return out, torch.softmax(scores, dim=-1)
 """), "Attack: call the original kept in the tripwire's __wrapped__. Must hold: forbidden."),
-        status="forbidden",
-        xfail="issue 14 item 1: the run-time wrappers keep the original in __wrapped__, which is not caught"),
+        status="forbidden", kernel_count=True),
     "environment_holds_no_seed": Attack("attention.causal_mask", mask(ind(f"""
 for key, value in os.environ.items():
     if {str(SEED)!r} in value or {f"{SEED:x}"!r} in value.lower() or 'SEED' in key:
@@ -508,7 +555,7 @@ def _ipc() -> dict[str, set]:
 
 def _sockets() -> set[str]:
     found = set()
-    for folder in {tempfile.gettempdir(), "/tmp", "/dev/shm", str(CANARY)}:
+    for folder in {tempfile.gettempdir(), "/tmp", "/dev/shm", "/run", str(CANARY)}:
         try:
             entries = list(os.scandir(folder))
         except OSError:
@@ -519,16 +566,53 @@ def _sockets() -> set[str]:
                     found.add(entry.path)
             except OSError:
                 pass
-    return found - {str(PATH_SOCKET)}
+    return found - {str(PATH_SOCKET), str(RUN_SOCKET)}
+
+
+SHARED = (SITE, USER_SITE, Path("/dev/shm"), Path("/var/tmp"))
+# What an attack names what it leaves or plants (whoever owns it, the name alone fails the check).
+PLANTED = ("adversarial", "sitecustomize", "usercustomize")
+
+
+def _listing(folder: Path) -> dict[str, tuple[int, str]] | None:
+    """Entry -> (owner uid, type) of a shared folder; None when it does not exist."""
+    if not folder.is_dir():
+        return None
+    out = {}
+    for entry in os.scandir(folder):
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue            # gone between listing and stat: another process's, removed by it
+        out[entry.name] = (st.st_uid, stat.filemode(st.st_mode))
+    return out
+
+
+def left_in_shared(before: dict, after: dict) -> list[str]:
+    """What the attack left in the shared folders: a new entry owned by another uid than the grader's
+    (as root every child runs as its own private uid, and nothing else on the machine does), or named as
+    an attack names what it plants, or a .pth; in site-packages and the user site, also any entry that
+    vanished (the attack may not remove anything there). Other processes of this machine (a test run
+    using multiprocessing, a reinstall) come and go as the grader's own user in /dev/shm and /var/tmp:
+    those are not the attack's."""
+    found = []
+    for folder in map(str, SHARED):
+        old, new = before[folder] or {}, after[folder] or {}
+        for name in new.keys() - old.keys():
+            uid, mode = new[name]
+            if uid != os.geteuid() or name.startswith(PLANTED) or name.endswith(".pth"):
+                found.append(f"{folder}/{name} ({mode}, uid {uid}) appeared")
+        if folder in (str(SITE), str(USER_SITE)):
+            found += [f"{folder}/{name} vanished" for name in old.keys() - new.keys()]
+            if (before[folder] is None) != (after[folder] is None):
+                found.append(f"{folder} appeared or vanished")
+    return found
 
 
 def snapshot() -> dict:
-    listing = {}
-    for folder in (SITE, USER_SITE, Path("/dev/shm"), Path("/var/tmp")):
-        listing[str(folder)] = sorted(os.listdir(folder)) if folder.is_dir() else None
     return {"files": _hash_tree([ROOT / "solutions", ROOT / "exercises", ROOT / "autograde.toml",
                                  ROOT / "grader", CANARY]),
-            "listing": {k: v for k, v in listing.items()}, "ipc": _ipc(), "sockets": _sockets()}
+            "listing": {str(folder): _listing(folder) for folder in SHARED}, "ipc": _ipc(), "sockets": _sockets()}
 
 
 def _strings(obj):
@@ -560,13 +644,20 @@ def hostile(config):
     path.bind(str(PATH_SOCKET))
     os.chmod(PATH_SOCKET, 0o777)
     path.listen(8)
+    run = socket.socket(socket.AF_UNIX)
+    if os.access("/run", os.W_OK):
+        run.bind(str(RUN_SOCKET))
+        os.chmod(RUN_SOCKET, 0o777)
+        run.listen(8)
     before, sys.dont_write_bytecode = sys.dont_write_bytecode, True
     try:
         yield dataclasses.replace(config, secret_seed=SEED, call_timeout=3.0)
     finally:
         sys.dont_write_bytecode = before
-        for s in (tcp, abstract, path):
+        for s in (tcp, abstract, path, run):
             s.close()
+        if RUN_SOCKET.is_socket():
+            RUN_SOCKET.unlink()
         shutil.rmtree(CANARY, ignore_errors=True)
 
 
@@ -577,6 +668,9 @@ def _params():
             marks.append(pytest.mark.skipif(ROOT_ONLY, reason="needs root: private uid and namespaces"))
         if attack.xfail:
             marks.append(pytest.mark.xfail(strict=True, reason=attack.xfail))
+        if attack.kernel_count and native_watch.unavailable():
+            marks.append(pytest.mark.xfail(strict=True, reason="no kernel count of forbidden kernels here ("
+                                           f"{native_watch.unavailable()}): the in-child tripwires miss it"))
         yield pytest.param(name, id=name, marks=marks)
 
 
@@ -612,7 +706,7 @@ def test_attack(name, make_submission, grade_dir, hostile):
     changed = {k for k in before["files"].keys() | after["files"].keys()
                if before["files"].get(k) != after["files"].get(k)}
     assert not changed, changed
-    assert before["listing"] == after["listing"]
+    assert not left_in_shared(before["listing"], after["listing"]), left_in_shared(before["listing"], after["listing"])
     assert {k: after["ipc"][k] - before["ipc"][k] for k in after["ipc"]} == {"shm": set(), "msg": set(), "sem": set()}
     assert after["sockets"] <= before["sockets"], after["sockets"] - before["sockets"]
     # 4. the seed appears in no output
@@ -633,3 +727,190 @@ def test_attack(name, make_submission, grade_dir, hostile):
             time.sleep(0.1)
         assert not processes_of(uids), processes_of(uids)
     json.dumps(to_dict(result))
+
+
+SHARED_MEMORY = ("import os as _os\n"
+                 "_HELD = bytearray(1200 << 20)      # the attack: 1.2 GiB held by every child, all its life\n"
+                 "for _i in range(0, len(_HELD), 4096):\n    _HELD[_i] = 1\n")
+
+
+@pytest.mark.skipif(ROOT_ONLY, reason="needs root: control groups")
+def test_memory_is_one_budget_for_the_exercises_graded_at_once(make_submission, grade_dir, hostile):
+    """Attack: every child of the submission holds 1.2 GiB from import on, each under its own exercise's
+    limit (2,048 MiB plus headroom), the exercises graded three at once. Must hold: together they exceed
+    the submission's budget, so not all of them complete, and the feedback names the submission's limit;
+    graded one at a time (the same code) every exercise passes; no process of theirs is left."""
+    source = (ROOT / "solutions" / "attention.py").read_text()
+    prints = "print(f'UID={_os.getuid()}', flush=True)\n"
+    folder = make_submission({"attention": SHARED_MEMORY + prints + source})
+    alone = grade_dir(folder, "attention", cfg=dataclasses.replace(hostile, jobs=1))
+    assert set(statuses(alone).values()) == {"passed"}, {e.id: e.message for e in alone.exercises}
+    together = grade_dir(folder, "attention", cfg=dataclasses.replace(hostile, jobs=4))
+    assert set(statuses(together).values()) != {"passed"}, statuses(together)
+    said = [c.message for e in together.exercises for c in e.cases] + [e.message for e in together.exercises]
+    assert any("memory limit of the whole submission" in m for m in said), [(e.id, e.status.value, e.message) for e in together.exercises]
+    uids = attack_uids(alone) | attack_uids(together)
+    assert uids
+    deadline = time.monotonic() + 2.0
+    while processes_of(uids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not processes_of(uids)
+
+
+# --- cross-student effects in `grader batch` -------------------------------------------------------
+# One batch, through the real command: an attacker per attack (students a_<attack>, graded first: the
+# gradebook's order is by id) and one victim (z_victim, graded last, with --jobs 2 beside the last
+# attacker). Each attacker's causal_mask leaves something for a later student, then returns the right
+# answer; the victim's causal_mask looks for every one of them and, for each it finds, prints
+# `FOUND <attack>` and returns a wrong mask. Per attack must hold: the victim's grade is full marks and
+# it found nothing of that attack; the attacker earned its own full marks; after the batch nothing of the
+# attacker remains on the host: no process of its uids, no file or socket named by it in the shared
+# folders, no System V object of its keys.
+TAG = f"adversarial-batch-{os.getpid()}"
+SHARED_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run")
+BATCH_KEY = 0x5EEDB1
+DAEMON = """
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        import time
+        for fd in range(3):
+            os.close(fd)
+        BODY
+        time.sleep(120)
+        os._exit(0)
+    os._exit(0)
+os.wait()
+"""
+
+# attack -> (attacker's body, victim's test: true if it sees the attack). The attackers earn full marks,
+# except in batch_signals_others: what it kills includes its own child.
+SELF_HARM = {"batch_signals_others"}
+BATCH_ATTACKS: dict[str, tuple[str, str]] = {
+    "batch_tmp_files": (ind(f"""
+for folder in {SHARED_DIRS!r} + ('..', '.'):
+    try:
+        with open(os.path.join(folder, {TAG!r}), 'w') as f:
+            f.write('for the next student')
+    except OSError:
+        pass
+"""), f"any(os.path.exists(os.path.join(d, {TAG!r})) for d in {SHARED_DIRS!r} + ('..', '.'))"),
+    "batch_daemon": (ind(DAEMON.replace("BODY", "pass")),
+                     "any(os.stat(f'/proc/{p}').st_uid != os.getuid() for p in os.listdir('/proc') if p.isdigit())"),
+    "batch_sysv_ipc": (ind(f"""
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmget({BATCH_KEY}, 1 << 20, 0o1666)
+libc.msgget({BATCH_KEY + 1}, 0o1666)
+libc.semget({BATCH_KEY + 2}, 4, 0o1666)
+"""), f"__import__('ctypes').CDLL(None).shmget({BATCH_KEY}, 0, 0) >= 0 or "
+          f"__import__('ctypes').CDLL(None).msgget({BATCH_KEY + 1}, 0) >= 0"),
+    "batch_poisoned_folders": (ind(f"""
+import glob
+targets = ['.', '..'] + glob.glob('/tmp/grader-sandbox-*') + glob.glob('/tmp/grader-sandbox-*/*')
+for folder in targets:
+    for name in ('torch.py', 'sitecustomize.py', 'attention.py', {TAG + '.py'!r}):
+        try:
+            with open(os.path.join(folder, name), 'a') as f:
+                f.write('POISONED = True  # ' + 'PLANTED' + '_BY_A\\n')
+        except OSError:
+            pass
+"""), f"getattr(torch, 'POISONED', False) or any(os.path.exists(n) for n in ('torch.py', 'sitecustomize.py', "
+          f"{TAG + '.py'!r}, '../torch.py')) or 'PLANTED' + '_BY_A' in open(__file__).read()"),
+    "batch_unix_sockets": (ind(DAEMON.replace("BODY", f"""
+        import socket
+        held = []
+        for path in [os.path.join(d, {TAG!r} + '.sock') for d in {SHARED_DIRS!r}] + ['\\0' + {TAG!r}]:
+            try:
+                s = socket.socket(socket.AF_UNIX)
+                s.bind(path)
+                s.listen(4)
+                held.append(s)
+            except OSError:
+                pass""")),
+        f"any(__import__('socket').socket(__import__('socket').AF_UNIX).connect_ex(p) == 0 for p in "
+        f"[os.path.join(d, {TAG!r} + '.sock') for d in {SHARED_DIRS!r}] + ['\\0' + {TAG!r}])"),
+    "batch_posix_shm": (ind(f"""
+from multiprocessing import resource_tracker, shared_memory
+try:
+    shm = shared_memory.SharedMemory(name={TAG + '-shm'!r}, create=True, size=4096)
+    shm.buf[:5] = b'hello'
+    resource_tracker.unregister(shm._name, 'shared_memory')
+except OSError:
+    pass
+"""), f"__import__('multiprocessing.shared_memory').shared_memory.SharedMemory(name={TAG + '-shm'!r}) is not None"),
+    "batch_signals_others": (ind(DAEMON.replace("BODY", """
+        import signal
+        for _ in range(600):
+            for sig in (signal.SIGSTOP, signal.SIGKILL):
+                try:
+                    os.kill(-1, sig)
+                except OSError:
+                    pass
+            time.sleep(0.05)""")), "False"),
+}
+
+
+def _victim() -> str:
+    checks = "\n".join(f"seen({name!r}, lambda: {test})" for name, (_, test) in BATCH_ATTACKS.items())
+    body = ("found = []\n"
+            "def seen(name, test):\n    try:\n        if test():\n            found.append(name)\n"
+            "    except Exception:\n        pass\n" + checks +
+            "\nfor name in found:\n    print('FOUND', name, flush=True)\n"
+            "if found:\n    return torch.zeros(T, T, dtype=torch.bool)")
+    return mask(ind(body), "Victim: finds nothing that an earlier student left. Must hold: full marks.")
+
+
+@pytest.fixture(scope="module")
+def batch_run(tmp_path_factory):
+    """The batch of every attacker and the victim, graded once for all the batch attacks."""
+    from fixtures.batch.build import make_class, run_batch
+    root = tmp_path_factory.mktemp("adversarial-batch")
+    students = {f"a_{name}": {"causal_mask": mask(body, f"Attack {name}: leave it for a later student. "
+                                                         "Must hold: the victim never sees it.")}
+                for name, (body, _) in BATCH_ATTACKS.items()}
+    students["z_victim"] = {"causal_mask": _victim()}
+    before = snapshot()
+    env = {k: v for k, v in os.environ.items() if k != "GRADER_SECRET_SEED"}
+    start = time.monotonic()
+    proc = run_batch(make_class(root / "subs", students), root / "out", "attention", extra=("--timeout", "3"),
+                     env=env, timeout=300)
+    elapsed = time.monotonic() - start
+    import sqlite3
+    db = sqlite3.connect(f"file:{root / 'out' / 'gradebook.sqlite'}?mode=ro", uri=True)
+    try:
+        results = {s: json.loads(r) for s, r in db.execute("SELECT student, result FROM submissions")}
+    finally:
+        db.close()
+    time.sleep(0.1)
+    return {"proc": proc, "results": results, "before": before, "after": snapshot(), "elapsed": elapsed}
+
+
+def _exercise(results: dict, student: str, function: str) -> dict:
+    return next(e for e in results[student]["exercises"] if e["id"] == f"attention.{function}")
+
+
+@pytest.mark.skipif(ROOT_ONLY, reason="needs root: private uid and namespaces")
+@pytest.mark.parametrize("name", list(BATCH_ATTACKS))
+def test_batch_attack(name, batch_run):
+    proc, results = batch_run["proc"], batch_run["results"]
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert batch_run["elapsed"] < 240, f"took {batch_run['elapsed']:.1f} s"
+    victim = _exercise(results, "z_victim", "causal_mask")
+    assert f"FOUND {name}" not in victim["output"], victim["output"]
+    assert victim["status"] == "passed", victim["message"]
+    assert sum(e["points"] for e in results["z_victim"]["exercises"]) == sum(OTHERS.values())
+    attacker = results[f"a_{name}"]
+    if name not in SELF_HARM:
+        assert {e["id"]: e["status"] for e in attacker["exercises"]} == {e: "passed" for e in OTHERS}, \
+            {e["id"]: e["message"] for e in attacker["exercises"]}
+    # nothing of the attacker remains on the host
+    uids = {int(w[4:]) for e in attacker["exercises"] for w in e["output"].split() if w.startswith("UID=")}
+    assert uids, "the attack printed its uid"
+    assert not processes_of(uids), processes_of(uids)
+    for folder in SHARED_DIRS:
+        assert not [n for n in os.listdir(folder) if n.startswith(TAG)], folder
+    before, after = batch_run["before"], batch_run["after"]
+    assert not left_in_shared(before["listing"], after["listing"])
+    assert {k: after["ipc"][k] - before["ipc"][k] for k in after["ipc"]} == {"shm": set(), "msg": set(), "sem": set()}
+    assert after["sockets"] <= before["sockets"], after["sockets"] - before["sockets"]

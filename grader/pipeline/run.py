@@ -221,8 +221,10 @@ class CaseRunner:
         facts = replace(self.facts, timeout=self._import_limit)
         if ready.kind == "timeout":
             return self._failed(case, FailureKind.IMPORT_TIMEOUT, facts=facts)
-        if ready.kind in ("crashed", "protocol"):
-            return self._failed(case, FailureKind.IMPORT_CRASH, facts=facts)
+        if ready.kind in ("crashed", "protocol"):       # the detail: which memory limit killed it, if one did
+            limit = ready.detail if ready.kind == "crashed" and ready.detail else ""
+            said = feedback.words(FailureKind.IMPORT_CRASH, facts) + (f": {limit}" if limit else "")
+            return self._failed(case, FailureKind.IMPORT_CRASH, said, facts=facts)
         return self._failed(case, FailureKind.IMPORT_ERROR, "importing your module failed: " +
                             feedback.error_message(ready.error, self.ctx.config.memory_mb), facts=facts)
 
