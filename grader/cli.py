@@ -4,7 +4,9 @@ Each subcommand lives in grader/frontends/commands/<name>.py with `register(subp
 `func`) — adding a front-end is adding a file. The commands grade through grader.api; every
 exception a user can fix is a grader.errors.UsageError, which exits 2 with its message. Any other
 exception is a bug in the grader: its traceback is printed and the exit code is 3 (ExitCode.INTERNAL),
-as for a command whose result holds a grader fault.
+as for a command whose result holds a grader fault. A command that grades a submission (it takes
+--submission) has its sandbox's zygote launched before it imports the catalog, so that the two
+imports of torch run side by side (grader.sandbox.launch).
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import traceback
 from grader import __version__
 from grader.errors import ExitCode, UsageError
 from grader.frontends import commands
+from grader.sandbox import launch
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
@@ -40,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return ExitCode.USAGE
+    if hasattr(args, "submission"):     # it grades a submission (check, ci, bench): its sandbox's zygote
+        launch.early()                  # imports torch now, beside this process's own import of it
     try:
         return int(args.func(args))
     except UsageError as e:      # ConfigError, SelectionError and SubmissionError are UsageErrors

@@ -17,13 +17,12 @@ import signal
 import socket
 import struct
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from grader.sandbox import budgets, cgroups, native_watch, processes, provision, wire
+from grader.sandbox import budgets, cgroups, launch, native_watch, processes, provision, wire
 from grader.sandbox.drain import Drain
 from grader.sandbox.replies import Outcome
 from grader.sandbox.replies import outcome as _outcome
@@ -63,17 +62,8 @@ class Sandbox:
             return
         cgroups.remove_stale()        # groups of graders killed from outside
         provision.remove_stale_workdirs()   # what a grader killed from outside left behind
-        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        pkg_root = provision.package_root()
-        env = provision.child_environment(pkg_root, self.limits.threads)
-        # -I ignores PYTHON* variables, PYTHONDONTWRITEBYTECODE included: -B keeps bytecode out of the package
-        self._zygote = subprocess.Popen(
-            [sys.executable, "-I", "-B", "-c", "import sys; sys.path.insert(0, %r); "
-             "from grader.sandbox.zygote import main; main(%d)" % (pkg_root, child.fileno())],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, pass_fds=(child.fileno(),),
-            env=env, cwd="/")
-        child.close()
-        self._control = parent
+        # one launched early (before this process imported torch) if there is one, else a new one
+        self._zygote, self._control = launch.take(self.limits.threads) or launch.launch(self.limits.threads)
         line = self._zygote.stdout.readline()
         if line.strip() != b"ready":
             raise SandboxError("the sandbox process failed to start (is torch importable in this Python?)")

@@ -89,8 +89,11 @@ def main(control_fd: int) -> None:
     control = socket.socket(fileno=control_fd)
     _warm()
     spare = _spare(control)
-    sys.stdout.write("ready\n")
-    sys.stdout.flush()
+    try:
+        sys.stdout.write("ready\n")
+        sys.stdout.flush()
+    except OSError:         # the grader ended before we were ready (one launched early, unused): quietly
+        os._exit(0)
     while True:
         if spare is None:
             spare = _spare(control)
