@@ -26,10 +26,10 @@ def static_message(spec: ExerciseSpec, hits: Sequence[StaticHit], source: str) -
 
 def runtime_message(spec: ExerciseSpec, hits: Sequence[Mapping], sources: Mapping[str, str]) -> str:
     """`hits` as the tripwires recorded them ({"rule", "via", "file", "line"}) and as the kernel counted
-    them (also "counted": no line; said only for a rule no tripwire saw); `sources`: module -> text of
-    the files the child ran."""
-    seen = {h["rule"] for h in hits if not h.get("counted")}
-    hits = [h for h in hits if not h.get("counted") or h["rule"] not in seen]
+    them (also "counted": no line, so said only when no tripwire saw anything: the verdict is the same,
+    and a tripwire's hit can quote the line); `sources`: module -> text of the files the child ran."""
+    if any(not h.get("counted") for h in hits):
+        hits = [h for h in hits if not h.get("counted")]
     found = [(h["via"], h["rule"], PurePath(str(h.get("file") or "")).stem, int(h.get("line") or 0)) for h in hits]
     return _message("called a forbidden API while running", spec, found, sources)
 
