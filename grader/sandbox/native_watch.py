@@ -35,6 +35,7 @@ import os
 import platform
 import struct
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -233,9 +234,20 @@ def _release(pid: int) -> None:
     fds = [fd for (owner, _, _), per_cpu in _SHARED.items() if owner == pid for fd in per_cpu]
     if os.getpid() != pid or not fds:
         return
-    if os.fork() == 0:          # the helper closes them; this process exits now
+    if os.fork() == 0:          # the helper closes them once this process has exited (its closes are then not the last)
         try:
             os.setsid()
+            keep = set(fds)     # nothing else: a pipe or socket of this process held open would keep its reader waiting
+            for name in os.listdir("/proc/self/fd"):
+                if int(name) not in keep:
+                    try:
+                        os.close(int(name))
+                    except OSError:
+                        pass
+            for _ in range(1200):
+                if os.getppid() != pid:
+                    break
+                time.sleep(0.05)
             for fd in fds:
                 os.close(fd)
             for folder in _watch_folders(create=False):
