@@ -19,7 +19,6 @@ import traceback
 from grader import __version__
 from grader.errors import ExitCode, UsageError
 from grader.frontends import commands
-from grader.sandbox import launch
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
@@ -44,7 +43,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return ExitCode.USAGE
     if hasattr(args, "submission"):     # it grades a submission (check, ci, bench): its sandbox's zygote
-        launch.early()                  # imports torch now, beside this process's own import of it
+        from grader.sandbox import launch   # imports torch now, beside this process's own import of it
+        launch.early()
     try:
         return int(args.func(args))
     except UsageError as e:      # ConfigError, SelectionError and SubmissionError are UsageErrors
