@@ -166,3 +166,29 @@ def test_rules_without_kernels_open_nothing(sandbox):
     finally:
         session.close()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+BACKEND_CONV = '''
+import torch
+
+
+def slow_conv(x, k):
+    """Attack: a convolution backend kernel called directly, past at::native::convolution."""
+    return torch.ops.aten._slow_conv2d_forward(x, k, [k.shape[-2], k.shape[-1]], None, [1, 1], [0, 0])
+'''
+
+
+@NEEDS_PROBES
+def test_a_backend_kernel_called_directly_is_counted(sandbox):
+    import torch
+    workdir = make_workdir()
+    copy_submission({"convs.py": BACKEND_CONV}, workdir)
+    session = sandbox.open(workdir, "convs", forbidden=[dataclasses.asdict(rules.CONVOLUTION)],
+                           import_timeout=30, count_kernels=True)
+    try:
+        outcome = session.call("slow_conv", (torch.randn(1, 1, 5, 5), torch.randn(1, 1, 3, 3)), timeout=30)
+        assert outcome.kind == "ok", outcome
+        assert any("slow_conv2d_forward_cpu" in v for v in _counted(outcome)), outcome.hits
+    finally:
+        session.close()
+        shutil.rmtree(workdir, ignore_errors=True)

@@ -23,9 +23,13 @@ CONVOLUTION = Forbidden(
            "torch.conv2d", "torch.conv3d", "torch.conv_transpose1d", "torch.conv_transpose2d", "torch.convolution",
            "torch._convolution", "torch.nn.Conv1d", "torch.nn.Conv2d", "torch.nn.Conv3d"),
     aten=("convolution", "conv1d", "conv2d", "conv3d", "conv_tbc", "slow_conv", "conv_depthwise", "conv_transpose"),
+    # the entries every conv* reaches, and the backend kernels torch.ops.aten can call directly
     native=_at("convolution", "_convolution", "conv_tbc", *(f"conv{k}{d}d_symint" for k in ("", "_transpose")
                                                             for d in (1, 2, 3)),
-               *(f"conv{d}d_padding_symint" for d in (1, 2, 3))))
+               *(f"conv{d}d_padding_symint" for d in (1, 2, 3)), "mkldnn_convolution", "thnn_conv2d",
+               "slow_conv2d_forward_cpu", "slow_conv3d_forward_cpu", "slow_conv_dilated2d_cpu",
+               "slow_conv_dilated3d_cpu", "slow_conv_transpose3d_cpu",
+               "structured_slow_conv_transpose2d_structured_cpu::impl"))
 # Rationale: max pooling is the exercise; the library pools would do the windowing for you.
 _MAX_POOL_APIS = ("torch.nn.functional.max_pool1d", "torch.nn.functional.max_pool2d",
                   "torch.nn.functional.max_pool3d", "torch.nn.functional.max_pool2d_with_indices",
