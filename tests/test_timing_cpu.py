@@ -143,7 +143,8 @@ def test_reports_show_the_performance_entry(mha_result):
     assert entry["status"] == "passed" and entry["tags"] == ["attention", "performance"]
     assert gradescope["leaderboard"] == [{"name": "attention.multi_head_attention time ratio",
                                           "value": round(p.ratio, 4), "order": "asc"}]
-    assert '<svg width="420"' in render(mha_result, "html")
+    html = render(mha_result, "html")     # a passed check is one line in the passed list (charts: failures)
+    assert "performance, speed on cpu (1 thread): " in html, html[-3000:]
 
 
 def test_grader_check_perf_end_to_end(tmp_path):
