@@ -748,7 +748,8 @@ def test_memory_is_one_budget_for_the_exercises_graded_at_once(make_submission, 
     together = grade_dir(folder, "attention", cfg=dataclasses.replace(hostile, jobs=4))
     assert set(statuses(together).values()) != {"passed"}, statuses(together)
     said = [c.message for e in together.exercises for c in e.cases] + [e.message for e in together.exercises]
-    assert any("memory limit of the whole submission" in m for m in said), [(e.id, e.status.value, e.message) for e in together.exercises]
+    assert any("memory limit of the whole submission" in m for m in said), \
+        [(e.id, e.status.value, e.message) for e in together.exercises]
     uids = attack_uids(alone) | attack_uids(together)
     assert uids
     deadline = time.monotonic() + 2.0

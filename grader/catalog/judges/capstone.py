@@ -5,8 +5,8 @@ capstone_training), must have learnt to reverse short sequences.
 Teacher-forced token accuracy on a held-out set the parent makes itself: src = random symbols,
 target = the same symbols reversed, then <eos>. A correct model reaches 97-100% in 150 steps
 (about 0.7 s of CPU on one thread, twice that under the sandbox's operator watch, which sees
-every operator; benchmarks/capstone_cost.py); without positional information it stays near 50%. The report also says how PyTorch's nn.Transformer does with the
-same trained weights.
+every operator; benchmarks/capstone_cost.py); without positional information it stays near 50%.
+The report also says how PyTorch's nn.Transformer does with the same trained weights.
 """
 from __future__ import annotations
 
