@@ -8,6 +8,9 @@ float64 with the same hyperparameters. `grads` in a case is one list of (dW, db)
 from __future__ import annotations
 
 import torch
+from torch.optim.adam import _single_tensor_adam
+from torch.optim.optimizer import _get_scalar_dtype
+from torch.optim.sgd import sgd as sgd_functional
 
 from grader.catalog.inputs import layer_list as layers
 from grader.catalog.inputs import zeros_like_layers as zeros_like
@@ -19,22 +22,51 @@ F32, F64 = torch.float32, torch.float64
 TRAJECTORIES = "grader.sandbox.trusted.optim_trajectories"
 
 
-def _torch_run(params, grads, make_optimizer, read_state=None):
-    """Run a torch.optim optimizer in float64 over the gradient sequence; parameters (and the
-    optimizer's state, through `read_state`) after every step, in the inputs' dtype."""
+def _torch_run(params, grads, update, read_state=None):
+    """Run one of torch.optim's update functions in float64 over the gradient sequence; parameters
+    (and the optimizer's per-tensor state, through `read_state(state, i)`) after every step, in the
+    inputs' dtype. `update(flat params, flat grads, state)` is one optimizer step on every tensor."""
     dtype = params[0][0].dtype
-    leaves = [[t.detach().double().clone().requires_grad_(True) for t in layer] for layer in params]
+    leaves = [[t.detach().double().clone() for t in layer] for layer in params]
     flat = [t for layer in leaves for t in layer]
-    opt = make_optimizer(flat)
-    traj, states = [], []
-    for step_grads in grads:
-        for p, g in zip(flat, (g for layer in step_grads for g in layer)):
-            p.grad = g.detach().double().clone()
-        opt.step()
-        traj.append([tuple(t.detach().clone().to(dtype) for t in layer) for layer in leaves])
-        if read_state is not None:
-            states.append([tuple(_to(read_state(opt.state[t]), dtype) for t in layer) for layer in leaves])
+    state, traj, states = {}, [], []
+    with torch.no_grad():
+        for step_grads in grads:
+            update(flat, [g.detach().double().clone() for layer in step_grads for g in layer], state)
+            traj.append([tuple(t.detach().clone().to(dtype) for t in layer) for layer in leaves])
+            if read_state is not None:
+                per_tensor = iter([_to(read_state(state, i), dtype) for i in range(len(flat))])
+                states.append([tuple(next(per_tensor) for _ in layer) for layer in leaves])
     return traj, states
+
+
+# The path torch.optim.SGD and torch.optim.Adam take for CPU tensors (foreach and fused are off on
+# CPU), called with the arguments their step() passes and their state initialised as they initialise
+# it: the same operations, bitwise the same results (tests/test_catalog_mlp_references.py compares
+# them with the optimizer objects). Not the objects themselves: constructing an Optimizer imports
+# torch._dynamo (about a second of the grading process, holding the GIL), and so does the functional
+# torch.optim.adam.adam, wrapped for dynamo; torch.optim.sgd.sgd is not.
+def _sgd_update(lr, momentum=0):
+    def update(flat, flat_grads, state):
+        buffers = state.setdefault("momentum_buffer", [None] * len(flat)) if momentum != 0 else []
+        sgd_functional(flat, flat_grads, buffers, has_sparse_grad=False, foreach=False, fused=False,
+                       weight_decay=0, momentum=momentum, lr=lr, dampening=0, nesterov=False, maximize=False)
+    return update
+
+
+def _adam_update(lr, betas, eps):
+    beta1, beta2 = betas
+
+    def update(flat, flat_grads, state):
+        if not state:
+            state["step"] = [torch.tensor(0.0, dtype=_get_scalar_dtype()) for _ in flat]
+            state["exp_avg"] = [torch.zeros_like(p, memory_format=torch.preserve_format) for p in flat]
+            state["exp_avg_sq"] = [torch.zeros_like(p, memory_format=torch.preserve_format) for p in flat]
+        _single_tensor_adam(flat, flat_grads, state["exp_avg"], state["exp_avg_sq"], [], state["step"], None, None,
+                            amsgrad=False, has_complex=False, beta1=beta1, beta2=beta2, lr=lr, weight_decay=0,
+                            eps=eps, maximize=False, capturable=False, differentiable=False,
+                            decoupled_weight_decay=False)
+    return update
 
 
 def _to(x, dtype):
@@ -59,7 +91,7 @@ def _manual_run(params, grads, step):
 # ---------------------------------------------------------------------------------- SGD
 def ref_sgd_step(params, grads, lr):
     """torch.optim.SGD(lr=lr), one step per gradient."""
-    return _torch_run(params, grads, lambda ps: torch.optim.SGD(ps, lr=lr))[0]
+    return _torch_run(params, grads, _sgd_update(lr))[0]
 
 
 def sgd_cases(gen):
@@ -106,8 +138,7 @@ SGD_STEP = ExerciseSpec(
 # ------------------------------------------------------------------------------ momentum
 def ref_momentum_step(params, grads, velocity, lr, momentum):
     """torch.optim.SGD(lr, momentum) trajectory and its momentum buffers after every step."""
-    return _torch_run(params, grads, lambda ps: torch.optim.SGD(ps, lr=lr, momentum=momentum),
-                      lambda st: st["momentum_buffer"])
+    return _torch_run(params, grads, _sgd_update(lr, momentum), lambda st, i: st["momentum_buffer"][i])
 
 
 def momentum_cases(gen):
@@ -168,8 +199,8 @@ MOMENTUM_STEP = ExerciseSpec(
 # ----------------------------------------------------------------------------------- Adam
 def ref_adam_step(params, grads, state, lr, betas=(0.9, 0.999), eps=1e-8):
     """torch.optim.Adam trajectory, and the final exp_avg, exp_avg_sq and step as m, v, t."""
-    traj, states = _torch_run(params, grads, lambda ps: torch.optim.Adam(ps, lr=lr, betas=tuple(betas), eps=eps),
-                              lambda st: (st["exp_avg"], st["exp_avg_sq"]))
+    traj, states = _torch_run(params, grads, _adam_update(lr, tuple(betas), eps),
+                              lambda st, i: (st["exp_avg"][i], st["exp_avg_sq"][i]))
     last = states[-1]
     return traj, {"m": [tuple(mv[0] for mv in layer) for layer in last],
                   "v": [tuple(mv[1] for mv in layer) for layer in last], "t": state["t"] + len(grads)}
