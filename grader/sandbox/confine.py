@@ -87,7 +87,7 @@ def confine(workdir: str, memory_bytes: int, file_bytes: int, uid: int | None, i
             notes.append("no network namespace")
         if libc.unshare(CLONE_NEWIPC) != 0:      # System V IPC objects die with the child's namespace
             notes.append("no IPC namespace")
-        notes += mounts.private_view(workdir, uid, folder_bytes, libc)
+        notes += mounts.private_view(workdir, uid, folder_bytes, libc, read_paths)
         resource.setrlimit(resource.RLIMIT_NPROC, (MAX_PROCESSES, MAX_PROCESSES))   # counted per uid
         _drop_to(uid, libc, keep_read_cap)
     libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)

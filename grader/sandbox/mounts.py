@@ -5,7 +5,9 @@ root, before it drops to its private uid (grader.sandbox.confine).
   later mounts reaches here;
 - `/tmp`, `/var/tmp`, `/dev/shm` and `/run` are fresh, empty tmpfs: the host's Unix sockets
   there (X11, a database's, the test suite's), other students' leftovers and the grader's own
-  temporary files are not in them, and what the child leaves there vanishes with it;
+  temporary files are not in them, and what the child leaves there vanishes with it. What the
+  child may read that lives beneath one of them (a clone in /tmp with its .venv: Python's
+  packages) is bound back, read-only, at its own path, and nothing else of the folder;
 - its working folder is a tmpfs of `folder_bytes` (the student's files copied in, owned by
   its uid): a disk fill stops with ENOSPC at the folder's limit, whatever the number of files,
   and nothing it writes reaches the host's disk;
@@ -19,23 +21,37 @@ import ctypes
 import os
 
 CLONE_NEWNS = 0x00020000
-MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 1 << 14, 1 << 18
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = \
+    1, 2, 4, 8, 32, 4096, 1 << 14, 1 << 18
 # Hidden from the child, each a fresh tmpfs (a size for those it may write: /dev/shm; the rest
 # only hide what is there, Landlock lets it write nothing in them).
 SCRATCH = {"/tmp": 1 << 20, "/var/tmp": 1 << 20, "/run": 1 << 20}
 
 
-def private_view(workdir: str, uid: int, folder_bytes: int, libc=None) -> list[str]:
-    """Enter a new mount namespace with the views above; returns notes on what could not be done."""
+def private_view(workdir: str, uid: int, folder_bytes: int, libc=None, read_paths=()) -> list[str]:
+    """Enter a new mount namespace with the views above; returns notes on what could not be done.
+    `read_paths`: what the child may read (Landlock's list); those beneath a hidden folder stay."""
     libc = libc or ctypes.CDLL(None, use_errno=True)
     files = _read_flat(workdir)         # before /tmp is covered: the parent wrote them there
     if libc.unshare(CLONE_NEWNS) != 0 or not _mount(libc, None, "/", None, MS_REC | MS_PRIVATE):
         return ["no mount namespace (host sockets and temporary folders are visible)"]
     notes = []
     for path, size in SCRATCH.items():
-        if os.path.isdir(path) and not os.path.islink(path) and \
-                not _mount(libc, "tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777"):
-            notes.append(f"no private {path}")
+        if not os.path.isdir(path) or os.path.islink(path):
+            continue
+        kept = _beneath(path, read_paths)
+        if path in kept:
+            notes.append(f"no private {path} (Python or its packages live there)")
+            continue
+        held = {p: os.open(p, os.O_PATH | os.O_CLOEXEC) for p in kept if os.path.exists(p)}
+        try:
+            if not _mount(libc, "tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777"):
+                notes.append(f"no private {path}")
+            elif not all(_bind_back(libc, p, fd) for p, fd in held.items()):
+                notes.append(f"Python's files beneath {path} not all visible")
+        finally:
+            for fd in held.values():
+                os.close(fd)
     if os.path.isdir("/dev/shm") and not _mount(libc, "tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
                                                 f"size={folder_bytes},mode=1777"):
         notes.append("no private /dev/shm")
@@ -55,6 +71,31 @@ def private_view(workdir: str, uid: int, folder_bytes: int, libc=None) -> list[s
     else:
         notes.append("no private /proc (other processes are visible)")
     return notes
+
+
+def _beneath(folder: str, paths) -> list[str]:
+    """The outermost of `paths` that lie in `folder` (or are it)."""
+    under = sorted(os.path.abspath(p) for p in paths
+                   if os.path.abspath(p) == folder or os.path.abspath(p).startswith(folder + os.sep))
+    outer: list[str] = []
+    for p in under:
+        if not any(p == o or p.startswith(o + os.sep) for o in outer):
+            outer.append(p)
+    return outer
+
+
+def _bind_back(libc, path: str, fd: int) -> bool:
+    """Mount what `fd` held before its folder was covered at `path` again, read-only."""
+    if os.path.isdir(f"/proc/self/fd/{fd}"):
+        os.makedirs(path, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        open(path, "a").close()
+    source = f"/proc/self/fd/{fd}"
+    if not _mount(libc, source, path, None, MS_BIND | MS_REC):
+        return False
+    _mount(libc, None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)   # Landlock holds anyway
+    return True
 
 
 def _read_flat(workdir: str) -> dict[str, bytes]:
