@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 import traceback
@@ -53,6 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("grader: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:      # `grader list | head`: the reader left; not a bug, nothing to say
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())    # so the interpreter's final flush does not fail again
+        return 141               # 128 + SIGPIPE, what a shell reports for a command cut short
     except Exception:            # a bug in the grader, not in the user's input
         traceback.print_exc()
         print(f"grader: internal error in grader {__version__}: this is a bug in the grader, not in the "

@@ -81,3 +81,14 @@ def test_zip_submission_and_html_report(tmp_path):
 def test_stubs_check_agrees():
     p = grader("stubs", "--check")
     assert p.returncode == 0, p.stdout
+
+
+def test_output_cut_short_by_the_reader_is_not_an_internal_error():
+    """`grader list | head -1`: the pipe closes under the command; it ends quietly (141), no traceback."""
+    import subprocess
+    import sys
+    p = subprocess.Popen([sys.executable, "-m", "grader", "list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.close()              # before it writes (its imports come first): every write meets EPIPE
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=120) == 141, err
+    assert "internal error" not in err and "Traceback" not in err, err
