@@ -54,7 +54,7 @@ class Group:
             freezer = self.dirs.get("freezer")
             if freezer:
                 _write(os.path.join(freezer, "freezer.state"), "FROZEN")
-                _wait(lambda: _read(os.path.join(freezer, "freezer.state")) != "FREEZING", 1.0)
+                _wait(lambda: read_value(os.path.join(freezer, "freezer.state")) != "FREEZING", 1.0)
             for pid in self.members():
                 try:
                     os.kill(pid, signal.SIGKILL)
@@ -201,7 +201,7 @@ def _hierarchies(wanted: tuple[str, ...] = V1_CONTROLLERS) -> tuple[str, dict[st
         point, kind, options = m[1], m[2], m[3].split(",")
         if kind == "cgroup2" and not unified:
             base = os.path.join(point, own.get("", "/").lstrip("/"))
-            offered = _read(os.path.join(base, "cgroup.controllers")).split()
+            offered = read_value(os.path.join(base, "cgroup.controllers")).split()
             if {"pids", "memory"} <= set(offered) and _delegates(base, offered):
                 unified = base
         elif kind == "cgroup":
@@ -234,7 +234,7 @@ def _perf_base() -> str:
 
 def _delegates(base: str, offered: list[str]) -> bool:
     """Whether groups made beneath `base` get pids and memory (cgroup.subtree_control)."""
-    enabled = _read(os.path.join(base, "cgroup.subtree_control")).split()
+    enabled = read_value(os.path.join(base, "cgroup.subtree_control")).split()
     if {"pids", "memory"} <= set(enabled):
         return True
     return _write(os.path.join(base, "cgroup.subtree_control"), "+pids +memory")
@@ -254,7 +254,8 @@ def _own_paths() -> dict[str, str]:
     return out
 
 
-def _read(path: str) -> str:
+def read_value(path: str) -> str:
+    """A control file's value, stripped ("" when it cannot be read)."""
     try:
         with open(path) as f:
             return f.read().strip()

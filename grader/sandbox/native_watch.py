@@ -42,6 +42,8 @@ from typing import Any
 from grader.sandbox import cgroups
 from grader.sandbox.kernel_symbols import library, offsets
 
+_read = cgroups.read_value
+
 _UPROBE_TYPE = "/sys/bus/event_source/devices/uprobe/type"
 _PERF_EVENT_OPEN = {"x86_64": 298, "aarch64": 241}.get(platform.machine())
 _FLAG_PID_CGROUP, _FLAG_FD_CLOEXEC = 1 << 2, 1 << 3
@@ -168,14 +170,6 @@ def _cpu_list(text: str) -> list[int]:
         low, _, high = part.partition("-")
         cpus += range(int(low), int(high or low) + 1)
     return cpus
-
-
-def _read(path: str) -> str:
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except OSError:
-        return ""
 
 
 def open_watch(rules: list[dict[str, Any]], child_group: str | None) -> tuple[Watch | None, str]:
