@@ -135,16 +135,29 @@ if forked >= 1000:
 """), "Attack: fork until fork() fails. Must hold: it fails before 1,000; every child is killed."),
         root_only=True),
     "helpers_share_memory": Attack("attention.causal_mask", mask(ind("""
+ready_r, ready_w = os.pipe()
+go_r, go_w = os.pipe()
 pids = []
 for _ in range(3):
     pid = os.fork()
     if pid == 0:
+        os.close(ready_r)
+        os.close(go_w)
         block = bytearray(1200 << 20)
+        os.write(ready_w, b'x')
+        os.close(ready_w)
+        os.read(go_r, 1)            # hold the block until all three hold theirs
         os._exit(0 if len(block) else 1)
     pids.append(pid)
+os.close(ready_w)
+os.close(go_r)
+while os.read(ready_r, 3):          # EOF once every helper has its block or was killed
+    pass
+os.close(go_w)                      # releases them
 if not all(os.waitpid(p, 0)[1] == 0 for p in pids):
     raise MemoryError('a helper was killed')
-"""), "Attack: three 1.2 GiB helpers. Must hold: they share one budget, so one is killed (error)."),
+"""), "Attack: three 1.2 GiB helpers, each holding its block until all three hold theirs (a barrier, so "
+      "they overlap whatever the scheduling). Must hold: they share one budget, so one is killed (error)."),
         status="error", root_only=True),
     "big_allocation": Attack("attention.scaled_dot_product_attention", scenario="hostile_big_allocation",
                              status="error"),
