@@ -162,3 +162,40 @@ def test_the_catalog_chapters_that_import_others_are_found():
     files = {p.stem: p.read_text() for p in SOLUTIONS.glob("*.py")}
     assert imported_modules("transformer", files) == ["attention"]
     assert imported_modules("moe", files) == ["transformer"]
+
+
+def _counting_opens(sandbox, monkeypatch):
+    """Every child the grade opens: (module, the source of that module in its folder)."""
+    opened, real = [], type(sandbox).open
+
+    def counted(self, workdir, module, **kwargs):
+        with open(f"{workdir}/{module}.py") as f:
+            opened.append((module, f.read()))
+        return real(self, workdir, module, **kwargs)
+    monkeypatch.setattr(type(sandbox), "open", counted)
+    return opened
+
+
+def test_the_import_is_decided_in_the_exercises_own_child(tmp_path, sandbox, config, monkeypatch):
+    """A module that imports as written is tried once, in the first exercise's own child, which
+    then serves its cases: one child per exercise, not one more per module for the decision."""
+    path = write(tmp_path, toy="def twice(x):\n    return 2 * x\n\n\ndef thrice(x):\n    return 3 * x\n")
+    thrice = ExerciseSpec(id="toy.thrice", cases=_cases, reference=lambda x: 3 * x, reference_source="3 * x")
+    opened = _counting_opens(sandbox, monkeypatch)
+    result = grade(path, [toy("twice"), thrice], config, sandbox=sandbox)
+    assert [e.status for e in result.exercises] == [Status.PASSED, Status.PASSED]
+    assert len(opened) == 2 and not result.errors
+
+
+def test_a_child_that_decided_a_broken_import_never_grades(tmp_path, sandbox, config, monkeypatch):
+    """The deciding child of a module that raises at import is closed: the cases run in a child
+    with the salvaged module, and what the failed import printed or called is no one's."""
+    source = ("import torch\nprint('at import')\ntorch.nn.functional.relu(torch.ones(1))\n\n\n"
+              "def twice(x):\n    return 2 * x\n\n\nraise RuntimeError('setup failed')\n")
+    path = write(tmp_path, toy=source)
+    opened = _counting_opens(sandbox, monkeypatch)
+    (e,) = grade(path, [toy("twice")], config, sandbox=sandbox).exercises
+    assert [m for m, _ in opened] == ["toy", "toy"]
+    assert opened[0][1] == source and "setup failed" not in opened[1][1]
+    assert e.status is Status.PASSED and "at import" not in e.output
+    assert any("could not be imported as written (RuntimeError: setup failed)" in n for n in e.notes)

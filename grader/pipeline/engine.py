@@ -4,7 +4,9 @@ composes the stages; each step below is one module of grader.pipeline (or grader
 Steps, in order, for each selected exercise (exercises run concurrently, each in its own child):
   1. static check of the student's source for forbidden APIs (static);
   2. whether the student's module imports as written, decided once per module and salvaged if
-     not (imports; the decision is kept in the submission's Context, context);
+     not (imports; the decision is kept in the submission's Context, context). It is tried in the
+     first child of the first exercise of the module to need it, which then serves that exercise's
+     cases when the module imports as written (a second child would import the same files again);
   3. cases from the spec, seeded (public), plus hidden ones when a secret seed is set, and the
      reference output of every case, computed here in the parent (cases);
   4. a confined child imports the student's module with tripwires for forbidden APIs and trusted
@@ -115,10 +117,11 @@ def grade_exercise(spec: ExerciseSpec, ctx: Context) -> ExerciseResult:
                               message=forbidden.static_message(spec, hits, sub.files[spec.module]), **base)
     # Once the submission's time is used up an exercise is not started: every case is "not run".
     started = ctx.remaining() > 0
-    load = imports.module_load(spec.module, ctx) if started else ModuleLoad(dict(sub.files))
-    cases = build_cases(spec, ctx.config.secret_seed)
-    runner = CaseRunner(spec, ctx, load)
-    try:
+    runner = CaseRunner(spec, ctx)
+    try:    # the first exercise of a module to need its import decided has it tried in its own child
+        load = imports.module_load(spec.module, ctx, runner.decide_import) if started else ModuleLoad(dict(sub.files))
+        runner.loaded(load)
+        cases = build_cases(spec, ctx.config.secret_seed)
         results = runner.run_all(cases, references(spec, cases) if ctx.remaining() > 0 else [None] * len(cases))
     finally:
         output, truncated = runner.close()

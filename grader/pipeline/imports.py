@@ -1,5 +1,9 @@
 """Does each of the student's modules import as written? Decided once per module per submission.
 
+The import is tried in a child of its own, confined as any: the first exercise of the module to
+need the decision opens it as its own first child (`opener`), and keeps it for its cases when the
+module imports as written, with exactly those files; the modules it imports are tried bare.
+
 A module that does not import (it raises, loops or exits at the top level) is salvaged: its
 imports and definitions are kept, the rest dropped (grader.submission.loader.salvage), the
 feedback says so, and every exercise of that module gets the salvaged copy.
@@ -15,6 +19,7 @@ their feedback names the broken module.
 from __future__ import annotations
 
 import ast
+from typing import Callable
 
 from grader.config import Config
 from grader.pipeline import feedback
@@ -24,19 +29,24 @@ from grader.sandbox.provision import copy_submission, make_workdir, remove_workd
 from grader.sandbox.runner import Outcome
 from grader.submission.loader import salvage, salvage_for_importers
 
-
-def module_load(module: str, ctx: Context) -> ModuleLoad:
-    """How `module` is loaded for grading (ctx keeps the first decision for the others)."""
-    return _load(module, ctx, ())
+Opener = Callable[[dict[str, str], float], Outcome]
 
 
-def _load(module: str, ctx: Context, chain: tuple[str, ...]) -> ModuleLoad:
+def module_load(module: str, ctx: Context, opener: Opener | None = None) -> ModuleLoad:
+    """How `module` is loaded for grading (ctx keeps the first decision for the others).
+    `opener(files, limit)`: where the caller is the first to need the decision, the import is
+    tried in the child it opens (the exercise's own first child, which the caller keeps when the
+    module imports as written); without it, or for the modules `module` imports, in a bare child."""
+    return _load(module, ctx, (), opener)
+
+
+def _load(module: str, ctx: Context, chain: tuple[str, ...], opener: Opener | None = None) -> ModuleLoad:
     # Dependencies are decided before this module's own decision (never while holding its lock),
     # so two threads deciding modules of an import cycle cannot wait on each other; `chain`
     # breaks the cycle itself (its modules are then tried with the other's files as written).
     deps = {d: _load(d, ctx, (*chain, module))
             for d in imported_modules(module, ctx.submission.files) if d not in chain}
-    return ctx.module_load(module, lambda m: _decide(m, ctx, deps))
+    return ctx.module_load(module, lambda m: _decide(m, ctx, deps, opener))
 
 
 def imported_modules(module: str, files: dict[str, str]) -> list[str]:
@@ -61,7 +71,7 @@ def imported_modules(module: str, files: dict[str, str]) -> list[str]:
     return found
 
 
-def _decide(module: str, ctx: Context, deps: dict[str, ModuleLoad]) -> ModuleLoad:
+def _decide(module: str, ctx: Context, deps: dict[str, ModuleLoad], opener: Opener | None) -> ModuleLoad:
     files = dict(ctx.submission.files)
     changed: dict[str, str] = {}
     for load in deps.values():
@@ -73,7 +83,7 @@ def _decide(module: str, ctx: Context, deps: dict[str, ModuleLoad]) -> ModuleLoa
     limit = min(wanted, ctx.remaining())
     # Not checked, or cut short, by the submission's time limit: undecided, not broken (its cases
     # are not run, for the time limit's reason).
-    outcome = _try_import(module, files, limit, ctx) if limit > 0 else None
+    outcome = (opener(files, limit) if opener else _try_import(module, files, limit, ctx)) if limit > 0 else None
     if outcome is None or outcome.kind == "ok" or (outcome.kind == "timeout" and limit < wanted):
         return ModuleLoad(files, dep_notes, for_importers=changed, broken_imports=broken)
     why = _import_failure(outcome, limit, ctx.config)

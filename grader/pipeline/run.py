@@ -39,9 +39,11 @@ class CaseRunner:
     """The cases of one exercise, run against `load` (the module as graded): run_all(), then
     close() for the captured output, notes() and forbidden_hits for the exercise's result."""
 
-    def __init__(self, spec: ExerciseSpec, ctx: Context, load: ModuleLoad) -> None:
-        self.spec, self.ctx, self.load = spec, ctx, load
+    def __init__(self, spec: ExerciseSpec, ctx: Context, load: ModuleLoad | None = None) -> None:
+        self.spec, self.ctx = spec, ctx
+        self.load = load or ModuleLoad(dict(ctx.submission.files))     # the module as graded: `loaded`
         self.session: Session | None = None
+        self._pending: tuple[dict[str, str], str, Session] | None = None   # a child opened by decide_import
         self.workdir = ""
         self.forbidden_hits: list[dict[str, str]] = []
         self.outputs: list[tuple[str, bool]] = []
@@ -57,24 +59,62 @@ class CaseRunner:
         self.timeout = self.overrides.call_timeout or spec.call_timeout or ctx.config.call_timeout
         self.facts = feedback.Facts(function=spec.function, module=spec.module, memory_mb=ctx.config.memory_mb,
                                     submission_timeout=ctx.config.submission_timeout,
-                                    import_error=bool(load.import_error))
+                                    import_error=bool(self.load.import_error))
 
     # -- sessions --------------------------------------------------------------------------
-    def _open(self) -> Outcome:
+    def decide_import(self, files: dict[str, str], limit: float) -> Outcome:
+        """Whether the module imports, tried in this exercise's own first child (called by
+        grader.pipeline.imports when this exercise is the first of its module to need the answer):
+        the child is kept for the public cases if `loaded` confirms it was opened with the files
+        the decision grades, and closed otherwise (nothing it saw counts, as a bare import check's)."""
         self._close_session()
-        self.workdir = make_workdir("grader-")
-        copy_submission({f"{m}.py": s for m, s in self.load.files.items()}, self.workdir)
+        self._pending = (files, *self._start(files, limit))
+        return self._pending[2].ready
+
+    def loaded(self, load: ModuleLoad) -> None:
+        """The module as graded (grader.pipeline.imports): the facts of feedback follow it, and a
+        child opened to decide it serves the cases only if it has exactly those files and is ready."""
+        self.load = load
+        self.facts = replace(self.facts, import_error=bool(load.import_error))
+        if self._pending is None:
+            return
+        (files, workdir, session), self._pending = self._pending, None
+        self.session, self.workdir = session, workdir
+        if session.ready.kind == "ok" and files == load.files:
+            self._adopt(session.ready)
+        else:       # what it printed is no one's, as a bare import check's
+            kept = len(self.outputs)
+            self._close_session()
+            del self.outputs[kept:]
+
+    def _start(self, files: dict[str, str], limit: float) -> tuple[str, Session]:
+        """A fresh child with `files` and the module imported: (its folder, its session)."""
+        workdir = make_workdir("grader-")
+        copy_submission({f"{m}.py": s for m, s in files.items()}, workdir)
         rules = [asdict(r) for r in self.spec.forbidden]
-        self._import_limit = self._timeout(STARTUP_GRACE)
+        self._import_limit = limit
         # the exercises of one submission (one Context) share its memory budget (grader.sandbox.budgets)
         # and the kernel counts their forbidden kernels during each call (grader.sandbox.native_watch)
         shared = {"submission": f"{id(self.ctx):x}", "count_kernels": True} if isinstance(self.ctx.sandbox, Sandbox) \
             else {}
-        self.session = self.ctx.sandbox.open(self.workdir, self.spec.module, forbidden=rules,
-                                             substitutes=dict(self.spec.depends), driver=self.spec.driver,
-                                             import_timeout=self._import_limit, **shared)
+        try:
+            session = self.ctx.sandbox.open(workdir, self.spec.module, forbidden=rules,
+                                            substitutes=dict(self.spec.depends), driver=self.spec.driver,
+                                            import_timeout=limit, **shared)
+        except BaseException:
+            remove_workdir(workdir)
+            raise
+        return workdir, session
+
+    def _open(self) -> Outcome:
+        self._close_session()
+        self.workdir, self.session = self._start(self.load.files, self._timeout(STARTUP_GRACE))
+        return self._adopt(self.session.ready)
+
+    def _adopt(self, ready: Outcome) -> Outcome:
+        """What the open child's readiness tells the exercise: forbidden calls at import, the
+        sandbox's notes, whether the function is there."""
         self._first_call = True
-        ready = self.session.ready
         self._record_hits(ready)
         weaker = f"Sandbox on this machine: {ready.detail} (the other limits apply)." if ready.detail else ""
         if weaker and weaker not in self._notes:
@@ -99,6 +139,10 @@ class CaseRunner:
 
     def close(self) -> tuple[str, bool]:
         """Close the last child: (captured output, truncated), kept within the output limit."""
+        if self._pending is not None:        # opened to decide the import, never adopted
+            (_, workdir, session), self._pending = self._pending, None
+            session.close()
+            remove_workdir(workdir)
         self._close_session()
         text = "".join(o for o, _ in self.outputs)
         keep = self.ctx.config.output_kb << 10
