@@ -113,7 +113,7 @@ def serve(sock: socket.socket, setup: dict[str, Any]) -> None:
                                 and not os.path.exists(os.path.join(p, "grader", "catalog"))]
     sys.meta_path.insert(0, _SealedGrader())
     threads.configure(int(setup.get("threads", 1)))
-    torch.manual_seed(0)
+    torch.default_generator.manual_seed(0)    # the devices' lazy seeds (0) were queued by the zygote (_warm)
     hits = tripwires.Hits()
     rules = setup.get("forbidden", [])
     tripwires.install(rules, hits)   # for the life of this process: nothing to restore
