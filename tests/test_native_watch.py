@@ -192,3 +192,79 @@ def test_a_backend_kernel_called_directly_is_counted(sandbox):
     finally:
         session.close()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+SIDE_BY_SIDE = '''
+import time
+import torch
+import torch.nn.functional as F
+
+
+def busy(q, seconds):
+    """Forbidden, for a while: the kernel entered again and again."""
+    end, out = time.monotonic() + seconds, q
+    while time.monotonic() < end:
+        out = F.scaled_dot_product_attention.__wrapped__(q, q, q)
+    return out
+
+
+def by_hand(q):
+    w = torch.softmax(q @ q.transpose(-2, -1) / q.shape[-1] ** 0.5, dim=-1)
+    return w @ q
+'''
+
+
+def _open_side(sandbox, workdirs):
+    workdir = make_workdir()
+    workdirs.append(workdir)
+    copy_submission({"side.py": SIDE_BY_SIDE}, workdir)
+    return sandbox.open(workdir, "side", forbidden=[dataclasses.asdict(rules.SDPA)], import_timeout=30,
+                        count_kernels=True)
+
+
+@NEEDS_PROBES
+def test_children_watched_side_by_side_are_counted_apart(sandbox):
+    """Two children of the same rule run at once, each in its own slot: one enters the kernel for a
+    second while the other calls its correct function again and again; only the first is counted, and
+    neither waits for the other."""
+    import threading
+    import time
+
+    import torch
+    workdirs: list[str] = []
+    a, b = _open_side(sandbox, workdirs), _open_side(sandbox, workdirs)
+    try:
+        assert a.ready.kind == b.ready.kind == "ok", (a.ready, b.ready)
+        if a.watch.slot is not None:
+            assert a.watch.slot != b.watch.slot
+            if len(native_watch._cpu_list(open("/sys/devices/system/cpu/online").read())) > 1 and \
+                    len(a.watch.slot.folders) > 1:
+                assert a.watch.slot.cpus != b.watch.slot.cpus       # pinned apart
+        q = torch.randn(2, 3, 4)
+        got = {}
+        busy = threading.Thread(target=lambda: got.setdefault("a", a.call("busy", (q, 1.0), timeout=30)))
+        start = time.monotonic()
+        busy.start()
+        clean = []
+        while busy.is_alive() or not clean:
+            clean.append(b.call("by_hand", (q,), timeout=30))
+        busy.join()
+        assert time.monotonic() - start < 5
+        assert len(clean) > 3, "the clean child waited for the busy one"
+        assert all(o.kind == "ok" and _counted(o) == [] for o in clean), [o.hits for o in clean]
+        assert got["a"].kind == "ok" and _counted(got["a"]), got["a"].hits
+    finally:
+        slots = [s.watch.slot for s in (a, b) if s.watch is not None]
+        a.close()
+        b.close()
+        for workdir in workdirs:
+            shutil.rmtree(workdir, ignore_errors=True)
+    again = []
+    try:
+        again.append(_open_side(sandbox, workdirs))
+        assert again[0].watch is None or again[0].watch.slot in slots     # a slot given back serves the next
+    finally:
+        for s in again:
+            s.close()
+        for workdir in workdirs:
+            shutil.rmtree(workdir, ignore_errors=True)

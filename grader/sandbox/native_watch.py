@@ -16,10 +16,14 @@ module does at import is not a call and is never counted.
 
 Opening a uprobe costs the kernel a walk over every process that maps libtorch and closing one an
 RCU grace period (tens of milliseconds, seconds on a loaded machine), so where the children's limits
-live in v1 hierarchies the counters are opened once per grading process, on one watch group
-(`grader-<pid>-watch`, cgroup2) that every watched child joins, and kept; since that group's counts
-mix its children, a watched child's active phases (its import, each call) take `Watch.lock`, one
-at a time per grading process. Where cgroup2 holds the limits, each child's own group is counted.
+live in v1 hierarchies the counters are opened once per grading process, on watch groups it keeps:
+slots, `grader-<pid>-watch<j>`, one per child watched at the same time (as many as exercises run at
+once). A child holds its slot from its start until it and everything it started are gone, so a
+slot's counts are one child's alone and children are counted side by side, with no turns. Where
+the v1 cpuset controller is, each slot is pinned to one CPU (`_pin`), so a kernel needs one counter
+per slot, not one per CPU; a new slot takes the CPU that the fewest slots of any grader on this
+machine hold (the pins of several graders' slots are spread, under a lock on the cpuset hierarchy).
+Where cgroup2 holds the limits, each child's own group is counted.
 
 Kernels are found in libtorch_cpu.so's dynamic symbol table (parsed here, once per process: no
 `nm`), by their qualified name, every overload of it. Where the machine cannot count (not root,
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import fcntl
 import os
 import platform
 import struct
@@ -66,22 +71,38 @@ def unavailable() -> str:
 @dataclass
 class Watch:
     """Counters of one child's kernels: `read()` before a call and after it, `hits(...)` between.
-    `shared`: the process's counters on its watch group (kept open; `lock` keeps the active phases of
-    the children in it one at a time); otherwise counters of the child's own group, closed after it."""
+    `slot`: the process's watch group the child is in (its counters are kept open, the slot given
+    back by `close()` once no process is left in it); without one, counters of the child's own
+    group, closed by `close()`."""
 
     kernels: list[tuple[str, str]]                      # (rule, kernel) per counted symbol
     fds: list[list[int]] = field(default_factory=list)  # per symbol: one counter per CPU
-    shared: bool = False
-    lock: Any = None
+    slot: "Slot | None" = None
 
     def read(self) -> list[int]:
         return [sum(struct.unpack("<Q", os.read(fd, 8))[0] for fd in per_cpu) for per_cpu in self.fds]
 
     def close(self) -> None:
-        """Own counters are closed in the background: each removal waits for an RCU grace period."""
-        if not self.shared and self.fds:
+        """Give the slot back, or close own counters in the background (each removal waits for an
+        RCU grace period). Called once the child has been stopped."""
+        if self.slot is not None:
+            slot, self.slot, self.fds = self.slot, None, []
+            _give_back(slot)
+        elif self.fds:
             fds, self.fds = [fd for per_cpu in self.fds for fd in per_cpu], []
             threading.Thread(target=lambda: [os.close(fd) for fd in fds], daemon=True).start()
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One of the process's watch groups: its folders (perf_event first, then cpuset where there is
+    one) and the CPUs its members may run on."""
+
+    folders: tuple[str, ...]
+    cpus: tuple[int, ...]
+
+    def empty(self) -> bool:
+        return all(not _read(os.path.join(f, "cgroup.procs")).split() for f in self.folders)
 
 
 def hits(kernels: list[tuple[str, str]], before: list[int], after: list[int]) -> list[dict[str, Any]]:
@@ -102,71 +123,100 @@ def wanted(rules: list[dict[str, Any]]) -> list[tuple[str, str]]:
 
 def procs_to_join(watch: Watch | None) -> list[str]:
     """The cgroup.procs files a child writes its pid to, besides its own groups', to be counted."""
-    if watch is None or not watch.shared:
+    if watch is None or watch.slot is None:
         return []
-    return [os.path.join(f, "cgroup.procs") for f in _watch_folders(create=False)]
+    return [os.path.join(f, "cgroup.procs") for f in watch.slot.folders]
 
 
 def joined(watch: Watch, pid: int, child_group: str | None) -> bool:
     """Whether the child is in the groups its counters watch (counts of another group prove nothing,
     and counters on one CPU only see a child pinned there)."""
-    for folder in (_watch_folders(create=False) if watch.shared else [child_group or "/nonexistent"]):
+    for folder in (watch.slot.folders if watch.slot is not None else [child_group or "/nonexistent"]):
         if str(pid) not in _read(os.path.join(folder, "cgroup.procs")).split():
             return False
     return True
 
 
-def _watch_folders(create: bool = True) -> list[str]:
-    """The process's watch groups: a perf_event group beside the v1 controllers that hold the
-    children's limits, which every watched child joins, and where the v1 cpuset controller is, a
-    cpuset group that pins them to one CPU (they are active one at a time anyway, `Watch.lock`), so
-    each kernel needs one counter, not one per CPU. [] where cgroup2 holds the limits (there each
-    child's own group is counted) or where there is no perf_event hierarchy."""
+def _slots_possible() -> bool:
+    """Whether children are counted in the process's slots: beside v1 controllers, with a perf_event
+    hierarchy (where cgroup2 holds the limits, each child's own group is counted)."""
     bases = cgroups.bases()
-    if "all" in bases or "perf_event" not in bases:
-        return []
-    name = f"grader-{os.getpid()}-watch"
-    folders = [os.path.join(bases[c], name) for c in ("perf_event", "cpuset") if c in bases]
-    if create:
-        try:
-            for folder in folders:
-                os.makedirs(folder, exist_ok=True)
-        except OSError:
-            return []
-        if len(folders) > 1 and not _read(os.path.join(folders[1], "cpuset.cpus")) and \
-                not _pin(folders[1], bases["cpuset"]):
-            folders = folders[:1]
-    elif len(folders) > 1 and not _read(os.path.join(folders[1], "cpuset.cpus")):
-        folders = folders[:1]
-    return folders
+    return "all" not in bases and "perf_event" in bases
 
 
-def _pin(folder: str, parent: str) -> bool:
-    """Give the cpuset group the parent's memory nodes and its last CPU."""
+def _take_slot() -> Slot | None:
+    """A free slot of this process, or a new one (None: it could not be made)."""
+    with _POOL:
+        key = os.getpid()         # a forked grader makes its own
+        free = _FREE.setdefault(key, [])
+        if free:
+            return free.pop()
+        _MADE[key] = _MADE.get(key, 0) + 1
+        number = _MADE[key]
+    return _new_slot(number)
+
+
+def _give_back(slot: Slot) -> None:
+    """A slot whose child is gone serves the next; one with a process still in it is never used again
+    (its counts could mix with the next child's)."""
+    if slot.empty():
+        with _POOL:
+            _FREE.setdefault(os.getpid(), []).append(slot)
+
+
+def _new_slot(number: int) -> Slot | None:
+    bases = cgroups.bases()
+    name = f"grader-{os.getpid()}-watch{number}"
+    perf = os.path.join(bases["perf_event"], name)
+    try:
+        os.makedirs(perf, exist_ok=True)
+    except OSError:
+        return None
+    online = tuple(_cpu_list(_read("/sys/devices/system/cpu/online") or "0"))
+    if "cpuset" not in bases:
+        return Slot((perf,), online)
+    cpuset = os.path.join(bases["cpuset"], name)
+    cpu = _pin(cpuset, bases["cpuset"])
+    return Slot((perf, cpuset), (cpu,)) if cpu is not None else Slot((perf,), online)
+
+
+def _pin(folder: str, parent: str) -> int | None:
+    """Make the cpuset group at `folder` with the parent's memory nodes and one of its CPUs: the one
+    the fewest watch slots on this machine are pinned to (the last of those). The choice and the
+    pin are made under a lock on the hierarchy, so graders starting together spread too."""
     cpus = _read(os.path.join(parent, "cpuset.effective_cpus")) or _read(os.path.join(parent, "cpuset.cpus"))
     mems = _read(os.path.join(parent, "cpuset.effective_mems")) or _read(os.path.join(parent, "cpuset.mems"))
     if not cpus or not mems:
-        return False
+        return None
+    lock = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        for key, value in (("cpuset.mems", mems), ("cpuset.cpus", str(_cpu_list(cpus)[-1]))):
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        held = {cpu: 0 for cpu in _cpu_list(cpus)}
+        for entry in os.listdir(parent):
+            if entry.startswith("grader-") and "-watch" in entry:
+                for cpu in _cpu_list(_read(os.path.join(parent, entry, "cpuset.cpus")) or ""):
+                    if cpu in held:
+                        held[cpu] += 1
+        cpu = min(reversed(held), key=held.__getitem__)
+        os.makedirs(folder, exist_ok=True)
+        for key, value in (("cpuset.mems", mems), ("cpuset.cpus", str(cpu))):
             with open(os.path.join(folder, key), "w") as f:
                 f.write(value)
+        return cpu
     except OSError:
-        return False
-    return True
-
-
-def _counted_cpus(cgroup_dir: str) -> list[int]:
-    """The CPUs a group's children may run on: the watch group's pinned CPU, else every online one."""
-    folders = _watch_folders(create=False)
-    pinned = _read(os.path.join(folders[1], "cpuset.cpus")) if len(folders) > 1 and cgroup_dir == folders[0] else ""
-    return _cpu_list(pinned) if pinned else _cpu_list(_read("/sys/devices/system/cpu/online") or "0")
+        try:
+            os.rmdir(folder)
+        except OSError:
+            pass
+        return None
+    finally:
+        os.close(lock)
 
 
 def _cpu_list(text: str) -> list[int]:
     """'0-3,5' -> [0, 1, 2, 3, 5]"""
     cpus = []
-    for part in text.split(","):
+    for part in filter(None, text.strip().split(",")):
         low, _, high = part.partition("-")
         cpus += range(int(low), int(high or low) + 1)
     return cpus
@@ -180,9 +230,8 @@ def open_watch(rules: list[dict[str, Any]], child_group: str | None) -> tuple[Wa
     if not kernels:
         return None, ""
     why = unavailable()
-    folders = [] if why else _watch_folders()
-    shared = folders[0] if folders else ""
-    if not why and not (shared or child_group):
+    slots = not why and _slots_possible()
+    if not why and not (slots or child_group):
         why = "no perf_event control group"
     if why:
         return None, why
@@ -194,33 +243,37 @@ def open_watch(rules: list[dict[str, Any]], child_group: str | None) -> tuple[Wa
     missing = sorted({k for _, k in kernels} - {k for _, k, _ in symbols})
     if missing:
         return None, f"{', '.join(missing)} not found in this build of torch"
-    watch = Watch([(rule, kernel) for rule, kernel, _ in symbols], shared=bool(shared),
-                  lock=_SHARED_LOCK if shared else None)
+    slot = _take_slot() if slots else None
+    if slots and slot is None:
+        return None, "no watch group could be made"
+    watch = Watch([(rule, kernel) for rule, kernel, _ in symbols], slot=slot)
     try:
         for _, _, off in symbols:
-            watch.fds.append(_counters(path, off, shared) if shared else _open(path, off, child_group))
+            watch.fds.append(_counters(path, off, slot) if slot else _open(path, off, child_group, ()))
     except OSError as e:
         watch.close()
         return None, f"perf_event_open failed ({e.strerror or e})"
     return watch, ""
 
 
-# The process's own counters on its watch group, opened once per (folder, offset): a uprobe costs the
-# kernel a walk over every process that maps libtorch, its removal an RCU grace period (5-100 ms
-# each, seconds on a loaded machine), so they are never opened per child. They are closed by a
-# helper process when this one exits, so that exit does not wait for the grace periods.
+# The process's own counters on its slots, opened once per (slot, offset): a uprobe costs the kernel
+# a walk over every process that maps libtorch, its removal an RCU grace period (5-100 ms each,
+# seconds on a loaded machine), so they are never opened per child. They are closed by a helper
+# process when this one exits, so that exit does not wait for the grace periods.
 _SHARED: dict[tuple[int, str, int], list[int]] = {}
-_SHARED_LOCK = threading.Lock()
 _OPENING = threading.Lock()
+_POOL = threading.Lock()
+_FREE: dict[int, list[Slot]] = {}       # grading process -> its slots no child is in
+_MADE: dict[int, int] = {}              # grading process -> slots made
 
 
-def _counters(path: str, offset: int, folder: str) -> list[int]:
+def _counters(path: str, offset: int, slot: Slot) -> list[int]:
     with _OPENING:
-        key = (os.getpid(), folder, offset)
+        key = (os.getpid(), slot.folders[0], offset)
         if key not in _SHARED:
             if not _SHARED:
                 atexit.register(_release, os.getpid())
-            _SHARED[key] = _open(path, offset, folder)
+            _SHARED[key] = _open(path, offset, slot.folders[0], slot.cpus)
         return _SHARED[key]
 
 
@@ -244,7 +297,7 @@ def _release(pid: int) -> None:
                 time.sleep(0.05)
             for fd in fds:
                 os.close(fd)
-            for folder in _watch_folders(create=False):
+            for folder in _slot_folders(pid):
                 try:
                     os.rmdir(folder)
                 except OSError:
@@ -253,9 +306,22 @@ def _release(pid: int) -> None:
             os._exit(0)
 
 
-def _open(path: str, offset: int, cgroup_dir: str) -> list[int]:
-    """One uprobe counter per CPU the group's children may run on, for the function at `offset` of
-    `path`, on the group at `cgroup_dir`."""
+def _slot_folders(pid: int) -> list[str]:
+    bases = cgroups.bases()
+    return [os.path.join(base, entry) for c in ("perf_event", "cpuset") if (base := bases.get(c))
+            for entry in _entries(base) if entry.startswith(f"grader-{pid}-watch")]
+
+
+def _entries(folder: str) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except OSError:
+        return []
+
+
+def _open(path: str, offset: int, cgroup_dir: str, cpus: tuple[int, ...]) -> list[int]:
+    """One uprobe counter per CPU the group's children may run on (`cpus`, else every online one),
+    for the function at `offset` of `path`, on the group at `cgroup_dir`."""
     libc = ctypes.CDLL(None, use_errno=True)
     with open(_UPROBE_TYPE) as f:
         pmu = int(f.read())
@@ -265,7 +331,7 @@ def _open(path: str, offset: int, cgroup_dir: str) -> list[int]:
     group = os.open(cgroup_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     fds: list[int] = []
     try:
-        for cpu in _counted_cpus(cgroup_dir):
+        for cpu in cpus or _cpu_list(_read("/sys/devices/system/cpu/online") or "0"):
             fd = libc.syscall(_PERF_EVENT_OPEN, attr, group, cpu, -1, _FLAG_PID_CGROUP | _FLAG_FD_CLOEXEC)
             if fd < 0:
                 err = ctypes.get_errno()

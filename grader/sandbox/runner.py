@@ -10,7 +10,6 @@ grader runs as root, every process of the child's private uid) on timeout and on
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -104,8 +103,6 @@ class Sandbox:
                  "isolate_network": self.limits.isolate_network, "cgroup_procs": procs,
                  "cgroup_missing": cgroups.missing_controllers(group) if uid is not None else []}
         payload = json.dumps(setup).encode()
-        if watch is not None and watch.lock is not None:
-            watch.lock.acquire()        # its import is an active phase (native_watch): released once it is ready
         try:
             with self._lock:
                 self.start()
@@ -113,8 +110,8 @@ class Sandbox:
                                 [theirs.fileno(), out_w])
                 pid = struct.unpack(">I", self._control.recv(4))[0]
         except BaseException:
-            if watch is not None and watch.lock is not None:
-                watch.lock.release()
+            if watch is not None:
+                watch.close()
             raise
         theirs.close()
         os.close(out_w)
@@ -141,9 +138,6 @@ class Session:
         except BaseException:   # whatever went wrong in the parent, no child outlives it
             self.kill()
             raise
-        finally:
-            if watch is not None and watch.lock is not None:
-                watch.lock.release()
         if self.ready.kind != "ok":
             self.kill()         # a child whose import failed has said so and ended: no calls to it
         elif watch is not None and not native_watch.joined(watch, pid, group.dirs.get("all")):
@@ -161,10 +155,9 @@ class Session:
             return Outcome("crashed")     # no call to a stopped child
         if self.watch is None:
             return self._call(function, args, kwargs, timeout, plain)
-        with self.watch.lock or contextlib.nullcontext():     # a call is an active phase (native_watch)
-            counts = self.watch.read()
-            outcome = self._call(function, args, kwargs, timeout, plain)
-            after = self.watch.read() if self.watch is not None else self._final   # counted, teardown included
+        counts = self.watch.read()
+        outcome = self._call(function, args, kwargs, timeout, plain)
+        after = self.watch.read() if self.watch is not None else self._final   # counted, teardown included
         outcome.hits = outcome.hits + native_watch.hits(self._kernels, counts, after)
         return outcome
 
