@@ -15,7 +15,7 @@ import pytest
 
 import grader.catalog.rules as rules
 from grader.catalog.spec import Forbidden
-from grader.sandbox import kernel_symbols, native_watch
+from grader.sandbox import kernel_symbols, native_watch, watch_slots
 from grader.sandbox.provision import copy_submission, make_workdir
 
 COUNTED = "counted by the operating system"
@@ -237,7 +237,7 @@ def test_children_watched_side_by_side_are_counted_apart(sandbox):
         assert a.ready.kind == b.ready.kind == "ok", (a.ready, b.ready)
         if a.watch.slot is not None:
             assert a.watch.slot != b.watch.slot
-            if len(native_watch._cpu_list(open("/sys/devices/system/cpu/online").read())) > 1 and \
+            if len(watch_slots.cpu_list(open("/sys/devices/system/cpu/online").read())) > 1 and \
                     len(a.watch.slot.folders) > 1:
                 assert a.watch.slot.cpus != b.watch.slot.cpus       # pinned apart
         q = torch.randn(2, 3, 4)

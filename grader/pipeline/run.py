@@ -63,10 +63,8 @@ class CaseRunner:
 
     # -- sessions --------------------------------------------------------------------------
     def decide_import(self, files: dict[str, str], limit: float) -> Outcome:
-        """Whether the module imports, tried in this exercise's own first child (called by
-        grader.pipeline.imports when this exercise is the first of its module to need the answer):
-        the child is kept for the public cases if `loaded` confirms it was opened with the files
-        the decision grades, and closed otherwise (nothing it saw counts, as a bare import check's)."""
+        """The module's import tried in this exercise's first child (grader.pipeline.imports): kept
+        for the cases if `loaded` finds the files graded are the ones it has, else closed unseen."""
         self._close_session()
         self._pending = (files, *self._start(files, limit))
         return self._pending[2].ready
@@ -76,16 +74,18 @@ class CaseRunner:
         child opened to decide it serves the cases only if it has exactly those files and is ready."""
         self.load = load
         self.facts = replace(self.facts, import_error=bool(load.import_error))
-        if self._pending is None:
-            return
-        (files, workdir, session), self._pending = self._pending, None
-        self.session, self.workdir = session, workdir
-        if session.ready.kind == "ok" and files == load.files:
-            self._adopt(session.ready)
-        else:       # what it printed is no one's, as a bare import check's
-            kept = len(self.outputs)
-            self._close_session()
-            del self.outputs[kept:]
+        if self._pending is not None and self._pending[2].ready.kind == "ok" and self._pending[0] == load.files:
+            self.workdir, self.session = self._pending[1:]
+            self._pending = None
+            self._adopt(self.session.ready)
+        self._discard_pending()
+
+    def _discard_pending(self) -> None:
+        """Close a child opened to decide the import and not kept: what it printed is no one's."""
+        if self._pending is not None:
+            (_, workdir, session), self._pending = self._pending, None
+            session.close()
+            remove_workdir(workdir)
 
     def _start(self, files: dict[str, str], limit: float) -> tuple[str, Session]:
         """A fresh child with `files` and the module imported: (its folder, its session)."""
@@ -93,8 +93,8 @@ class CaseRunner:
         copy_submission({f"{m}.py": s for m, s in files.items()}, workdir)
         rules = [asdict(r) for r in self.spec.forbidden]
         self._import_limit = limit
-        # the exercises of one submission (one Context) share its memory budget (grader.sandbox.budgets)
-        # and the kernel counts their forbidden kernels during each call (grader.sandbox.native_watch)
+        # one submission's exercises share its memory budget (grader.sandbox.budgets); the kernel counts
+        # their forbidden kernels during each call (grader.sandbox.native_watch)
         shared = {"submission": f"{id(self.ctx):x}", "count_kernels": True} if isinstance(self.ctx.sandbox, Sandbox) \
             else {}
         try:
@@ -139,10 +139,7 @@ class CaseRunner:
 
     def close(self) -> tuple[str, bool]:
         """Close the last child: (captured output, truncated), kept within the output limit."""
-        if self._pending is not None:        # opened to decide the import, never adopted
-            (_, workdir, session), self._pending = self._pending, None
-            session.close()
-            remove_workdir(workdir)
+        self._discard_pending()
         self._close_session()
         text = "".join(o for o, _ in self.outputs)
         keep = self.ctx.config.output_kb << 10

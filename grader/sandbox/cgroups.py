@@ -186,6 +186,21 @@ def missing_controllers(group: Group | None) -> list[str]:
     return [c for c in V1_CONTROLLERS if c not in group.dirs]
 
 
+# Where this process's groups go, found once per process: the mounts and its own group do not move
+# while it grades, and finding them reads three /proc files (read for every child otherwise).
+_FOUND: dict[tuple, object] = {}
+
+
+def _once(find):
+    def found(*args):
+        key = (os.getpid(), find.__name__, *args)
+        if key not in _FOUND:
+            _FOUND[key] = find(*args)
+        return _FOUND[key]
+    return found
+
+
+@_once
 def _hierarchies(wanted: tuple[str, ...] = V1_CONTROLLERS) -> tuple[str, dict[str, str]]:
     """(a cgroup2 folder of ours that offers pids and memory, or ""; v1 controller -> our folder)."""
     own = _own_paths()
@@ -211,6 +226,7 @@ def _hierarchies(wanted: tuple[str, ...] = V1_CONTROLLERS) -> tuple[str, dict[st
     return unified, v1
 
 
+@_once
 def _perf_base() -> str:
     """Our folder in the hierarchy that has the perf_event controller: a v1 mount of it, else the
     cgroup2 mount when /proc/cgroups says it is bound to no v1 hierarchy (hierarchy 0); "" if none."""

@@ -16,13 +16,10 @@ module does at import is not a call and is never counted.
 
 Opening a uprobe costs the kernel a walk over every process that maps libtorch and closing one an
 RCU grace period (tens of milliseconds, seconds on a loaded machine), so where the children's limits
-live in v1 hierarchies the counters are opened once per grading process, on watch groups it keeps:
-slots, `grader-<pid>-watch<j>`, one per child watched at the same time (as many as exercises run at
-once). A child holds its slot from its start until it and everything it started are gone, so a
-slot's counts are one child's alone and children are counted side by side, with no turns. Where
-the v1 cpuset controller is, each slot is pinned to one CPU (`_pin`), so a kernel needs one counter
-per slot, not one per CPU; a new slot takes the CPU that the fewest slots of any grader on this
-machine hold (the pins of several graders' slots are spread, under a lock on the cpuset hierarchy).
+live in v1 hierarchies the counters are opened once per grading process, on the watch slots it
+keeps (grader.sandbox.watch_slots): one control group per child watched at the same time, held by
+that child alone from its start until it and all it started are gone, so children are counted side
+by side, with no turns; a slot pinned to one CPU needs one counter per kernel.
 Where cgroup2 holds the limits, each child's own group is counted.
 
 Kernels are found in libtorch_cpu.so's dynamic symbol table (parsed here, once per process: no
@@ -35,7 +32,6 @@ from __future__ import annotations
 
 import atexit
 import ctypes
-import fcntl
 import os
 import platform
 import struct
@@ -44,7 +40,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from grader.sandbox import cgroups
+from grader.sandbox import cgroups, watch_slots
+from grader.sandbox.watch_slots import Slot
 from grader.sandbox.kernel_symbols import library, offsets
 
 _read = cgroups.read_value
@@ -77,7 +74,7 @@ class Watch:
 
     kernels: list[tuple[str, str]]                      # (rule, kernel) per counted symbol
     fds: list[list[int]] = field(default_factory=list)  # per symbol: one counter per CPU
-    slot: "Slot | None" = None
+    slot: Slot | None = None
 
     def read(self) -> list[int]:
         return [sum(struct.unpack("<Q", os.read(fd, 8))[0] for fd in per_cpu) for per_cpu in self.fds]
@@ -87,22 +84,10 @@ class Watch:
         RCU grace period). Called once the child has been stopped."""
         if self.slot is not None:
             slot, self.slot, self.fds = self.slot, None, []
-            _give_back(slot)
+            watch_slots.give_back(slot)
         elif self.fds:
             fds, self.fds = [fd for per_cpu in self.fds for fd in per_cpu], []
             threading.Thread(target=lambda: [os.close(fd) for fd in fds], daemon=True).start()
-
-
-@dataclass(frozen=True)
-class Slot:
-    """One of the process's watch groups: its folders (perf_event first, then cpuset where there is
-    one) and the CPUs its members may run on."""
-
-    folders: tuple[str, ...]
-    cpus: tuple[int, ...]
-
-    def empty(self) -> bool:
-        return all(not _read(os.path.join(f, "cgroup.procs")).split() for f in self.folders)
 
 
 def hits(kernels: list[tuple[str, str]], before: list[int], after: list[int]) -> list[dict[str, Any]]:
@@ -137,91 +122,6 @@ def joined(watch: Watch, pid: int, child_group: str | None) -> bool:
     return True
 
 
-def _slots_possible() -> bool:
-    """Whether children are counted in the process's slots: beside v1 controllers, with a perf_event
-    hierarchy (where cgroup2 holds the limits, each child's own group is counted)."""
-    bases = cgroups.bases()
-    return "all" not in bases and "perf_event" in bases
-
-
-def _take_slot() -> Slot | None:
-    """A free slot of this process, or a new one (None: it could not be made)."""
-    with _POOL:
-        key = os.getpid()         # a forked grader makes its own
-        free = _FREE.setdefault(key, [])
-        if free:
-            return free.pop()
-        _MADE[key] = _MADE.get(key, 0) + 1
-        number = _MADE[key]
-    return _new_slot(number)
-
-
-def _give_back(slot: Slot) -> None:
-    """A slot whose child is gone serves the next; one with a process still in it is never used again
-    (its counts could mix with the next child's)."""
-    if slot.empty():
-        with _POOL:
-            _FREE.setdefault(os.getpid(), []).append(slot)
-
-
-def _new_slot(number: int) -> Slot | None:
-    bases = cgroups.bases()
-    name = f"grader-{os.getpid()}-watch{number}"
-    perf = os.path.join(bases["perf_event"], name)
-    try:
-        os.makedirs(perf, exist_ok=True)
-    except OSError:
-        return None
-    online = tuple(_cpu_list(_read("/sys/devices/system/cpu/online") or "0"))
-    if "cpuset" not in bases:
-        return Slot((perf,), online)
-    cpuset = os.path.join(bases["cpuset"], name)
-    cpu = _pin(cpuset, bases["cpuset"])
-    return Slot((perf, cpuset), (cpu,)) if cpu is not None else Slot((perf,), online)
-
-
-def _pin(folder: str, parent: str) -> int | None:
-    """Make the cpuset group at `folder` with the parent's memory nodes and one of its CPUs: the one
-    the fewest watch slots on this machine are pinned to (the last of those). The choice and the
-    pin are made under a lock on the hierarchy, so graders starting together spread too."""
-    cpus = _read(os.path.join(parent, "cpuset.effective_cpus")) or _read(os.path.join(parent, "cpuset.cpus"))
-    mems = _read(os.path.join(parent, "cpuset.effective_mems")) or _read(os.path.join(parent, "cpuset.mems"))
-    if not cpus or not mems:
-        return None
-    lock = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        held = {cpu: 0 for cpu in _cpu_list(cpus)}
-        for entry in os.listdir(parent):
-            if entry.startswith("grader-") and "-watch" in entry:
-                for cpu in _cpu_list(_read(os.path.join(parent, entry, "cpuset.cpus")) or ""):
-                    if cpu in held:
-                        held[cpu] += 1
-        cpu = min(reversed(held), key=held.__getitem__)
-        os.makedirs(folder, exist_ok=True)
-        for key, value in (("cpuset.mems", mems), ("cpuset.cpus", str(cpu))):
-            with open(os.path.join(folder, key), "w") as f:
-                f.write(value)
-        return cpu
-    except OSError:
-        try:
-            os.rmdir(folder)
-        except OSError:
-            pass
-        return None
-    finally:
-        os.close(lock)
-
-
-def _cpu_list(text: str) -> list[int]:
-    """'0-3,5' -> [0, 1, 2, 3, 5]"""
-    cpus = []
-    for part in filter(None, text.strip().split(",")):
-        low, _, high = part.partition("-")
-        cpus += range(int(low), int(high or low) + 1)
-    return cpus
-
-
 def open_watch(rules: list[dict[str, Any]], child_group: str | None) -> tuple[Watch | None, str]:
     """Counters for the rules' kernels: on the process's watch group where there is one, else on the
     child's own group at `child_group`. (the watch, "") or (None, why not); (None, "") when the rules
@@ -230,7 +130,7 @@ def open_watch(rules: list[dict[str, Any]], child_group: str | None) -> tuple[Wa
     if not kernels:
         return None, ""
     why = unavailable()
-    slots = not why and _slots_possible()
+    slots = not why and watch_slots.possible()
     if not why and not (slots or child_group):
         why = "no perf_event control group"
     if why:
@@ -243,7 +143,7 @@ def open_watch(rules: list[dict[str, Any]], child_group: str | None) -> tuple[Wa
     missing = sorted({k for _, k in kernels} - {k for _, k, _ in symbols})
     if missing:
         return None, f"{', '.join(missing)} not found in this build of torch"
-    slot = _take_slot() if slots else None
+    slot = watch_slots.take() if slots else None
     if slots and slot is None:
         return None, "no watch group could be made"
     watch = Watch([(rule, kernel) for rule, kernel, _ in symbols], slot=slot)
@@ -262,9 +162,6 @@ def open_watch(rules: list[dict[str, Any]], child_group: str | None) -> tuple[Wa
 # process when this one exits, so that exit does not wait for the grace periods.
 _SHARED: dict[tuple[int, str, int], list[int]] = {}
 _OPENING = threading.Lock()
-_POOL = threading.Lock()
-_FREE: dict[int, list[Slot]] = {}       # grading process -> its slots no child is in
-_MADE: dict[int, int] = {}              # grading process -> slots made
 
 
 def _counters(path: str, offset: int, slot: Slot) -> list[int]:
@@ -297,26 +194,13 @@ def _release(pid: int) -> None:
                 time.sleep(0.05)
             for fd in fds:
                 os.close(fd)
-            for folder in _slot_folders(pid):
+            for folder in watch_slots.folders_of(pid):
                 try:
                     os.rmdir(folder)
                 except OSError:
                     pass
         finally:
             os._exit(0)
-
-
-def _slot_folders(pid: int) -> list[str]:
-    bases = cgroups.bases()
-    return [os.path.join(base, entry) for c in ("perf_event", "cpuset") if (base := bases.get(c))
-            for entry in _entries(base) if entry.startswith(f"grader-{pid}-watch")]
-
-
-def _entries(folder: str) -> list[str]:
-    try:
-        return os.listdir(folder)
-    except OSError:
-        return []
 
 
 def _open(path: str, offset: int, cgroup_dir: str, cpus: tuple[int, ...]) -> list[int]:
@@ -331,7 +215,7 @@ def _open(path: str, offset: int, cgroup_dir: str, cpus: tuple[int, ...]) -> lis
     group = os.open(cgroup_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     fds: list[int] = []
     try:
-        for cpu in cpus or _cpu_list(_read("/sys/devices/system/cpu/online") or "0"):
+        for cpu in cpus or watch_slots.cpu_list(_read("/sys/devices/system/cpu/online") or "0"):
             fd = libc.syscall(_PERF_EVENT_OPEN, attr, group, cpu, -1, _FLAG_PID_CGROUP | _FLAG_FD_CLOEXEC)
             if fd < 0:
                 err = ctypes.get_errno()
