@@ -1,6 +1,4 @@
-import sys
-
-from grader.cli import main
+from grader.cli import console
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console()
