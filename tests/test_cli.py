@@ -92,3 +92,20 @@ def test_output_cut_short_by_the_reader_is_not_an_internal_error():
     err = p.stderr.read().decode()
     assert p.wait(timeout=120) == 141, err
     assert "internal error" not in err and "Traceback" not in err, err
+
+
+def test_the_command_ends_only_after_what_must_finish_has():
+    """console() skips the interpreter's teardown (os._exit), but not what a command leaves running:
+    a thread that is not a daemon is joined, atexit handlers run, buffered output is written, and the
+    command's exit code is the process's."""
+    code = ("import atexit, sys, threading, time\n"
+            "from grader import cli\n"
+            "atexit.register(lambda: print('atexit ran'))\n"
+            "def late():\n    time.sleep(0.3)\n    print('thread finished')\n"
+            "def main():\n    threading.Thread(target=late).start()\n    sys.stdout.write('no newline')\n"
+            "    return 3\n"
+            "cli.main = main\n"
+            "cli.console()\n")
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 3, p.stderr
+    assert p.stdout.splitlines() == ["no newlinethread finished", "atexit ran"], p.stdout
