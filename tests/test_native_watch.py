@@ -268,3 +268,46 @@ def test_children_watched_side_by_side_are_counted_apart(sandbox):
             s.close()
         for workdir in workdirs:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+EXITS_WITH_COUNTERS = '''
+import dataclasses, os, sys, time
+from grader.catalog import catalog
+from grader.sandbox.provision import copy_submission, make_workdir, remove_workdir
+from grader.sandbox.runner import Sandbox
+rules = {r.name: dataclasses.asdict(r) for s in catalog().values() for r in s.forbidden if r.native}
+with Sandbox() as sandbox:
+    workdir = make_workdir()
+    copy_submission({"m.py": "def f():\\n    return 1\\n"}, workdir)
+    session = sandbox.open(workdir, "m", forbidden=list(rules.values()), import_timeout=60, count_kernels=True)
+    assert session.ready.kind == "ok" and session.watch is not None, session.ready
+    print(sum(len(per_cpu) for per_cpu in session.watch.fds), *session.watch.slot.folders, flush=True)
+    session.close()
+    remove_workdir(workdir)
+print(time.monotonic(), flush=True)
+'''
+
+
+@NEEDS_PROBES
+def test_a_grading_process_ends_at_once_and_its_keeper_cleans_up(tmp_path):
+    """Its exit closes every counter it opened; were those the last descriptors, the exit would wait
+    for the kernel once per counter (~80 ms each). The keeper holds copies, closes them once the
+    process has gone, and removes its watch slots' folders."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ROOT
+    p = subprocess.Popen([sys.executable, "-c", EXITS_WITH_COUNTERS], cwd=ROOT, stdout=subprocess.PIPE, text=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    counters, *folders = p.stdout.readline().split()
+    last = float(p.stdout.readline())
+    p.wait(timeout=60)
+    ended = time.monotonic()
+    assert p.returncode == 0 and int(counters) > 50 and folders
+    assert ended - last < 2.0, f"the exit took {ended - last:.1f} s with {counters} counters open"
+    deadline = time.monotonic() + 120
+    while any(os.path.exists(f) for f in folders) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not any(os.path.exists(f) for f in folders), folders

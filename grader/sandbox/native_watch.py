@@ -30,17 +30,15 @@ tripwires (defence in depth) remain.
 """
 from __future__ import annotations
 
-import atexit
 import ctypes
 import os
 import platform
 import struct
 import threading
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from grader.sandbox import cgroups, watch_slots
+from grader.sandbox import cgroups, keeper, watch_slots
 from grader.sandbox.watch_slots import Slot
 from grader.sandbox.kernel_symbols import library, offsets
 
@@ -87,7 +85,11 @@ class Watch:
             watch_slots.give_back(slot)
         elif self.fds:
             fds, self.fds = [fd for per_cpu in self.fds for fd in per_cpu], []
-            threading.Thread(target=lambda: [os.close(fd) for fd in fds], daemon=True).start()
+            if keeper.hand(fds, close=True):    # the keeper's copies are the last: these closes cost nothing
+                for fd in fds:
+                    os.close(fd)
+            else:
+                threading.Thread(target=lambda: [os.close(fd) for fd in fds], daemon=True).start()
 
 
 def hits(kernels: list[tuple[str, str]], before: list[int], after: list[int]) -> list[dict[str, Any]]:
@@ -158,8 +160,7 @@ def open_watch(rules: list[dict[str, Any]], child_group: str | None) -> tuple[Wa
 
 # The process's own counters on its slots, opened once per (slot, offset): a uprobe costs the kernel
 # a walk over every process that maps libtorch, its removal an RCU grace period (5-100 ms each,
-# seconds on a loaded machine), so they are never opened per child. They are closed by a helper
-# process when this one exits, so that exit does not wait for the grace periods.
+# seconds on a loaded machine), so they are never opened per child.
 _SHARED: dict[tuple[int, str, int], list[int]] = {}
 _OPENING = threading.Lock()
 
@@ -168,39 +169,9 @@ def _counters(path: str, offset: int, slot: Slot) -> list[int]:
     with _OPENING:
         key = (os.getpid(), slot.folders[0], offset)
         if key not in _SHARED:
-            if not _SHARED:
-                atexit.register(_release, os.getpid())
             _SHARED[key] = _open(path, offset, slot.folders[0], slot.cpus)
+            keeper.hand(_SHARED[key], slot.folders)
         return _SHARED[key]
-
-
-def _release(pid: int) -> None:
-    fds = [fd for (owner, _, _), per_cpu in _SHARED.items() if owner == pid for fd in per_cpu]
-    if os.getpid() != pid or not fds:
-        return
-    if os.fork() == 0:          # the helper closes them once this process has exited (its closes are then not the last)
-        try:
-            os.setsid()
-            keep = set(fds)     # nothing else: a pipe or socket of this process held open would keep its reader waiting
-            for name in os.listdir("/proc/self/fd"):
-                if int(name) not in keep:
-                    try:
-                        os.close(int(name))
-                    except OSError:
-                        pass
-            for _ in range(1200):
-                if os.getppid() != pid:
-                    break
-                time.sleep(0.05)
-            for fd in fds:
-                os.close(fd)
-            for folder in watch_slots.folders_of(pid):
-                try:
-                    os.rmdir(folder)
-                except OSError:
-                    pass
-        finally:
-            os._exit(0)
 
 
 def _open(path: str, offset: int, cgroup_dir: str, cpus: tuple[int, ...]) -> list[int]:

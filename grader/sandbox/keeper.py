@@ -1,0 +1,99 @@
+"""The keeper of a grading process's kernel counters (grader.sandbox.native_watch).
+
+Closing the last descriptor of a uprobe counter waits for the kernel (an RCU grace period each:
+~80 ms on this machine), and a process's exit closes its descriptors one by one: a batch worker
+holding 140 counters took 24-38 s to end. So the grading process hands a copy of every counter's
+descriptor (SCM_RIGHTS) to its keeper, this small Python started with the first counter (`hand`):
+the grading process's own closes and its exit are then never the last, and cost nothing. The
+keeper closes its copies, those of a child's own counters at once and the slots' once the grading
+process has ended (its end of the socket closes, however it ends, and then its exit closes its own
+copies: only once it is gone are the keeper's the last), then removes the slots' folders. It imports
+nothing but the standard library, and holds nothing of a student's.
+
+    python -I -S keeper.py FD PID
+"""
+from __future__ import annotations
+
+import os
+import queue
+import resource
+import select
+import socket
+import subprocess
+import sys
+import threading
+
+_MOST = 250     # descriptors a message (the kernel passes at most 253)
+_channels: dict[int, socket.socket] = {}     # grading process -> its end of its keeper's socket
+_lock = threading.Lock()
+
+
+def hand(fds: list[int], folders: tuple[str, ...] = (), close: bool = False) -> bool:
+    """Give copies of `fds` to this process's keeper: to close now (`close`), or once this process has
+    gone, then to remove `folders`. False where no keeper could be started or reached."""
+    with _lock:
+        channel = _channels.get(os.getpid())       # a forked grading process starts its own
+        if channel is None:
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            try:
+                subprocess.Popen([sys.executable, "-I", "-S", os.path.abspath(__file__), str(theirs.fileno()),
+                                  str(os.getpid())],
+                                 pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, cwd="/", start_new_session=True)
+            except OSError:
+                ours.close()
+                return False
+            finally:
+                theirs.close()
+            channel = _channels[os.getpid()] = ours
+        head = ("close" if close else "\n".join(("keep", *folders))).encode()
+        try:
+            for i in range(0, len(fds), _MOST):
+                socket.send_fds(channel, [head], fds[i:i + _MOST])
+        except OSError:
+            return False
+    return True
+
+
+def main(fd: int, grader: int) -> None:
+    try:
+        ended = os.pidfd_open(grader)
+    except OSError:         # gone already, or no pidfds: its socket's end is the sign
+        ended = None
+    resource.setrlimit(resource.RLIMIT_NOFILE, (resource.getrlimit(resource.RLIMIT_NOFILE)[1],) * 2)
+    channel, now, kept, folders = socket.socket(fileno=fd), queue.SimpleQueue(), [], set()
+
+    def close_now() -> None:
+        for fds in iter(now.get, None):
+            for d in fds:
+                os.close(d)
+    closer = threading.Thread(target=close_now)
+    closer.start()
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(channel, 1 << 16, _MOST)
+        except OSError:
+            break
+        if not message:         # the grading process has gone
+            break
+        kind, *names = message.decode().split("\n")
+        if kind == "close":
+            now.put(fds)
+        else:
+            kept += fds
+            folders.update(names)
+    now.put(None)
+    closer.join()
+    if ended is not None:       # its exit is closing its own copies: wait until it has
+        select.select([ended], [], [])
+    for d in kept:
+        os.close(d)
+    for folder in folders:
+        try:
+            os.rmdir(folder)
+        except OSError:
+            pass
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]), int(sys.argv[2]))
