@@ -22,7 +22,7 @@ import ast
 from typing import Callable
 
 from grader.config import Config
-from grader.pipeline import feedback
+from grader.pipeline import feedback, static
 from grader.pipeline.context import Context, ModuleLoad
 from grader.pipeline.run import STARTUP_GRACE
 from grader.sandbox.provision import copy_submission, make_workdir, remove_workdir
@@ -54,9 +54,9 @@ def imported_modules(module: str, files: dict[str, str]) -> list[str]:
     that `import X` or `from X import ...` names, X one of `files`)."""
     source = files.get(module, "")
     try:
-        tree = ast.parse(source)
+        tree = static.parsed(source)
     except SyntaxError:
-        tree = ast.parse(salvage(source)[0])
+        tree = static.parsed(salvage(source)[0])
     except ValueError:          # null bytes: nothing to read imports from
         return []
     found: list[str] = []

@@ -20,6 +20,7 @@ student's own function prove nothing).
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 
 from grader.catalog.spec import Forbidden
@@ -118,6 +119,14 @@ def _reachable(tree: ast.Module, function: str, replaced: tuple[str, ...]) -> li
     return out
 
 
+@functools.lru_cache(maxsize=64)
+def parsed(source: str) -> ast.Module:
+    """The student's module parsed once per grading process, not once per exercise and question (the
+    scan, the line of a function, the imports): callers read the tree, never change it. Raises
+    SyntaxError (ValueError for null bytes) as ast.parse does."""
+    return ast.parse(source)
+
+
 def forbidden_hits(source: str, function: str, rules: tuple[Forbidden, ...],
                    replaced: tuple[str, ...] = ()) -> list[StaticHit]:
     """Forbidden uses in `function` (and the module helpers it calls). Unparseable source: none.
@@ -126,7 +135,7 @@ def forbidden_hits(source: str, function: str, rules: tuple[Forbidden, ...],
     exercise (the spec's `depends`); the student's versions never run there, so they are not
     followed (their own exercises charge them)."""
     try:
-        tree = ast.parse(source)
+        tree = parsed(source)
     except SyntaxError:
         return []
     patterns = _Patterns.of(rules)
@@ -199,7 +208,7 @@ def _check_node(node: ast.AST, aliases: dict[str, str], patterns: _Patterns) -> 
 def function_line(source: str, function: str) -> int:
     """Line of `def function` in the source (0 when absent or unparseable)."""
     try:
-        tree = ast.parse(source)
+        tree = parsed(source)
     except SyntaxError:
         for i, text in enumerate(source.splitlines(), 1):
             if text.startswith(f"def {function}("):

@@ -53,8 +53,11 @@ def _symbols(path: str) -> tuple[bytes, dict[int, int]]:
     return names, functions
 
 
-def offsets(path: str, name: str) -> list[int]:
-    """File offsets of every overload of the C++ function `name` in the library at `path`."""
+@functools.lru_cache(maxsize=512)
+def offsets(path: str, name: str) -> tuple[int, ...]:
+    """File offsets of every overload of the C++ function `name` in the library at `path` (found once
+    per process: each search scans the library's megabytes of symbol names, and every watched child
+    asks again)."""
     names, functions = _symbols(path)
     found, start = [], 0
     prefixes = (b"\0" + mangled_prefix(name), b"\0_ZNK" + mangled_prefix(name)[3:])
@@ -64,4 +67,4 @@ def offsets(path: str, name: str) -> list[int]:
             if start + 1 in functions:
                 found.append(functions[start + 1])
             start = names.find(prefix, start + 1)
-    return sorted(set(found))
+    return tuple(sorted(set(found)))
