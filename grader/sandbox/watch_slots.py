@@ -88,13 +88,8 @@ def _pin(folder: str, parent: str) -> int | None:
     lock = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        held = {cpu: 0 for cpu in cpu_list(cpus)}
-        for entry in os.listdir(parent):
-            if entry.startswith("grader-") and "-watch" in entry:
-                for cpu in cpu_list(_read(os.path.join(parent, entry, "cpuset.cpus")) or ""):
-                    if cpu in held:
-                        held[cpu] += 1
-        cpu = min(reversed(held), key=held.__getitem__)
+        cpu = least_held(cpu_list(cpus), [cpu_list(_read(os.path.join(parent, entry, "cpuset.cpus")))
+                                          for entry in held_slots(parent)])
         os.makedirs(folder, exist_ok=True)
         for key, value in (("cpuset.mems", mems), ("cpuset.cpus", str(cpu))):
             with open(os.path.join(folder, key), "w") as f:
@@ -108,6 +103,24 @@ def _pin(folder: str, parent: str) -> int | None:
         return None
     finally:
         os.close(lock)
+
+
+def least_held(cpus: list[int], pins: list[list[int]]) -> int:
+    """The CPU of `cpus` the fewest of `pins` (the CPUs of each slot) hold; of those, the last."""
+    held = {cpu: 0 for cpu in cpus}
+    for pin in pins:
+        for cpu in pin:
+            if cpu in held:
+                held[cpu] += 1
+    return min(reversed(held), key=held.__getitem__)
+
+
+def held_slots(cpuset: str) -> list[str]:
+    """The watch slots of live graders in the cpuset hierarchy at `cpuset` (a grader that has ended
+    leaves its slots to its keeper, who removes them once it has closed their counters)."""
+    owners = {entry: entry[len("grader-"):].split("-", 1)[0] for entry in _entries(cpuset)
+              if entry.startswith("grader-") and "-watch" in entry}
+    return [entry for entry, pid in owners.items() if pid.isdigit() and os.path.exists(f"/proc/{pid}")]
 
 
 def cpu_list(text: str) -> list[int]:
