@@ -7,6 +7,12 @@ dot-product attention missing its 1/sqrt(d_k) (and some IPython magics); `nbgrad
 and `nbgrader generate_feedback` grade them in a kernel through the generated test cells.
 Then: the same notebooks through `grader check` and `grader batch`, and the grader's scores
 written with write_scores where `nbgrader export` reads them.
+
+Modules that import each other (transformer `from attention import ...`, moe `from transformer
+import ...`): a second course with the three as one assignment, autograded by nbgrader (which runs
+moe before transformer, and writes a notebook into autograded/ only after running it); each
+notebook's locked setup cell (grader.frontends.notebooks.course_imports) imports the student's
+handed-in sibling notebooks, so the scores are those `grader check` gives the same modules as .py files.
 """
 from __future__ import annotations
 
@@ -314,3 +320,179 @@ def test_the_venvs_nbgrader_by_full_path_generates_the_assignment(tmp_path):
     release = nbformat.read(course / "release" / ASSIGNMENT / "attention.ipynb", as_version=4)
     nbformat.validate(release)
     assert "### BEGIN SOLUTION" not in nbformat.writes(release)
+
+
+# ------------------------------------------------------------- modules that import other modules
+CHAIN = ("attention", "transformer", "moe")          # transformer imports attention, moe imports transformer
+CHAIN_ASSIGNMENT = "chain"
+SDPA_NO_SCALE = {"attention-scaled_dot_product_attention-solution":
+                 mistake_source("attention", "scaled_dot_product_attention__no_scale")}
+
+
+def _hand_in_module(release: dict, source: str) -> dict:
+    """The released notebook with a whole module as its answer, as benchmarks/batch_throughput.py hands in:
+    all of it in the first solution cell (its imports included), the other solution cells emptied."""
+    nb = copy.deepcopy(release)
+    solutions = [c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("solution")]
+    for i, cell in enumerate(solutions):
+        cell["source"] = source if i == 0 else "# (answered above)"
+    return nb
+
+
+def _chain_exercises() -> list[str]:
+    return [i for i, s in catalog().items() if s.module in CHAIN]
+
+
+@pytest.fixture
+def fresh_imports():
+    """Undo what importing notebooks as modules leaves behind: the finder, and the modules."""
+    from grader.frontends.notebooks.course_imports import uninstall
+    before = {m: sys.modules.get(m) for m in CHAIN}
+    yield
+    uninstall()
+    for name, module in before.items():
+        if module is None:
+            sys.modules.pop(name, None)
+        else:
+            sys.modules[name] = module
+
+
+def test_every_notebook_starts_with_the_locked_course_imports_cell(tmp_path, config):
+    """Before the module's own imports, a locked cell loads the extension; the submission loader comments
+    it out (a magic), so `grader check` on the .ipynb never runs it."""
+    import nbformat
+    from grader.frontends.notebooks.course_imports import MAGIC
+    from grader.submission.notebook import notebook_source
+    for path in write_source_notebooks(str(SOLUTIONS), str(tmp_path), config, ["transformer", "attention"]):
+        nb = nbformat.read(path, as_version=4)
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        meta = code[0].metadata.nbgrader
+        assert MAGIC in code[0].source and (meta.locked, meta.grade, meta.solution) == (True, False, False)
+        assert MAGIC not in "\n".join(c.source for c in code[1:])
+        assert not any(line.startswith("%") for line in notebook_source(path).splitlines())
+    transformer = nbformat.read(tmp_path / "transformer.ipynb", as_version=4)
+    assert "imports attention below" in transformer.cells[2].source
+    assert transformer.cells[2].id == "transformer-setup"
+
+
+def test_a_course_import_runs_the_sibling_notebooks_code_cells_not_its_tests(tmp_path, config, fresh_imports):
+    """moe -> transformer -> attention, each from its notebook; a test cell that would raise is left out."""
+    from grader.frontends.notebooks.course_imports import install
+    write_source_notebooks(str(SOLUTIONS), str(tmp_path), config, list(CHAIN))
+    nb = json.loads((tmp_path / "attention.ipynb").read_text())
+    test_cell = next(c for c in nb["cells"] if c["metadata"]["nbgrader"]["grade"])
+    test_cell["source"] = "raise RuntimeError('a test cell ran on import')"
+    (tmp_path / "attention.ipynb").write_text(json.dumps(nb))
+    install(str(tmp_path))
+    import moe
+    import transformer
+    assert moe.feed_forward is transformer.feed_forward
+    assert transformer.multi_head_attention is sys.modules["attention"].multi_head_attention
+    assert sys.modules["attention"].__file__ == str(tmp_path / "attention.ipynb")
+    assert transformer.causal_mask(3).tolist() == [[True, False, False], [True, True, False], [True, True, True]]
+
+
+def test_a_sibling_notebook_that_raises_is_imported_salvaged(tmp_path, fresh_imports, capsys):
+    """As grader.pipeline.imports: a module whose body raises is imported with its imports and definitions."""
+    from grader.frontends.notebooks.course_imports import install
+    cells = ["import torch", "def causal_mask(T):\n    return torch.tril(torch.ones(T, T, dtype=torch.bool))",
+             "raise SystemExit('a demo cell that stops')"]
+    (tmp_path / "attention.ipynb").write_text(json.dumps({"cells": [
+        {"cell_type": "code", "metadata": {}, "source": c, "outputs": [], "execution_count": None} for c in cells],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    install(str(tmp_path))
+    from attention import causal_mask
+    assert causal_mask(2).tolist() == [[True, False], [True, True]]
+    assert "attention.ipynb could not be imported as written (SystemExit" in capsys.readouterr().err
+
+
+def test_under_autograde_the_handed_in_folder_is_read(tmp_path):
+    """autograded/<student>/<assignment>/ holds a notebook only once nbgrader has run it."""
+    from grader.frontends.notebooks.course_imports import notebook_folder
+    graded = tmp_path / "autograded" / "alice" / "ps1"
+    graded.mkdir(parents=True)
+    assert notebook_folder(str(graded)) == str(graded)               # no submitted/ folder: the kernel's
+    (tmp_path / "submitted" / "alice" / "ps1").mkdir(parents=True)
+    assert notebook_folder(str(graded)) == str(tmp_path / "submitted" / "alice" / "ps1")
+    assert notebook_folder(str(tmp_path / "release" / "ps1")) == str(tmp_path / "release" / "ps1")
+
+
+@pytest.fixture(scope="module")
+def chain_course(tmp_path_factory):
+    """attention, transformer and moe as one assignment, autograded by nbgrader, handed in by alice (each
+    notebook's answer: the whole of solutions/<module>.py, `from attention import ...` included, as the
+    benchmark hands in) and bob (the worked solution cell by cell, but scaled dot-product attention without
+    1/sqrt(d_k))."""
+    tmp = tmp_path_factory.mktemp("nbgrader-chain")
+    root = tmp / "course"
+    env = _env(tmp)
+    _run([sys.executable, "-m", "grader", "notebooks", *CHAIN, "--out", str(root), "--assignment", CHAIN_ASSIGNMENT,
+          "--config", str(ROOT / "autograde.toml")], ROOT, env)
+    (root / "nbgrader_config.py").write_text(
+        "c = get_config()\n"
+        f"c.CourseDirectory.root = {str(root)!r}\n"
+        "c.Execute.timeout = 300     # seconds per cell: the capstone trains a transformer on a busy machine\n")
+    _nbgrader("generate_assignment", CHAIN_ASSIGNMENT, course=root, env=env)
+    for student in ("alice", "bob"):
+        folder = root / "submitted" / student / CHAIN_ASSIGNMENT
+        folder.mkdir(parents=True)
+        for module in CHAIN:
+            release = json.loads((root / "release" / CHAIN_ASSIGNMENT / f"{module}.ipynb").read_text())
+            source = json.loads((root / "source" / CHAIN_ASSIGNMENT / f"{module}.ipynb").read_text())
+            nb = (_hand_in_module(release, (SOLUTIONS / f"{module}.py").read_text()) if student == "alice"
+                  else _hand_in(release, source, SDPA_NO_SCALE))
+            (folder / f"{module}.ipynb").write_text(json.dumps(nb, indent=1))
+    _run([sys.executable, "-m", "nbgrader", "autograde", CHAIN_ASSIGNMENT], root, env, timeout=900)
+    return {"root": root, "env": env}
+
+
+def _chain_scores(course: dict, student: str) -> dict[str, float]:
+    with Gradebook(f"sqlite:///{course['root'] / 'gradebook.db'}", "") as gb:
+        sub = gb.find_submission(CHAIN_ASSIGNMENT, student)
+        return {exercise_of_grade_id(g.name): g.auto_score for nb in sub.notebooks for g in nb.grades}
+
+
+def _errors(course: dict, student: str) -> dict[str, list[str]]:
+    """notebook -> the errors its code cells raised when nbgrader ran it (none expected: every test cell
+    earns points, and no import may fail)."""
+    out = {}
+    for module in CHAIN:
+        nb = json.loads((course["root"] / "autograded" / student / CHAIN_ASSIGNMENT / f"{module}.ipynb").read_text())
+        out[module] = [f"{o['ename']}: {o['evalue']}" for c in nb["cells"] if c["cell_type"] == "code"
+                       for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    return out
+
+
+def _grader_check(folder: Path, env: dict[str, str]) -> dict[str, float]:
+    """`grader check attention transformer moe --submission FOLDER`, its scores."""
+    proc = subprocess.run([sys.executable, "-m", "grader", "check", *CHAIN, "--format", "json",
+                           "--submission", str(folder), "--config", str(ROOT / "autograde.toml")],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode in (0, 1), proc.stderr[-4000:]
+    return {t["name"]: t["score"] for t in json.loads(proc.stdout)["tests"]}
+
+
+@pytest.mark.slow
+def test_autograde_imports_the_handed_in_sibling_notebooks(chain_course, config):
+    """The worked solutions score full marks under nbgrader, transformer and moe included (without the setup
+    cell: ModuleNotFoundError in the answer's first line, 0 of 17 and 0 of 3), as `grader check` scores
+    solutions/*.py; no cell of any notebook raised (the locked import cells included)."""
+    full = {i: max_points(catalog()[i], config) for i in _chain_exercises()}
+    assert _errors(chain_course, "alice") == {m: [] for m in CHAIN}
+    assert _chain_scores(chain_course, "alice") == full
+    assert _grader_check(SOLUTIONS, chain_course["env"]) == full
+
+
+@pytest.mark.slow
+def test_a_bug_in_attention_is_charged_once_in_both_routes(chain_course, make_submission, config):
+    """bob's attention misses 1/sqrt(d_k): his transformer and moe, which import it, still earn full marks
+    (each exercise runs with the grader's versions of what it depends on), in nbgrader as in `grader check`
+    on the same modules as .py files, and on his handed-in notebooks."""
+    assert _errors(chain_course, "bob") == {m: [] for m in CHAIN}
+    nbgrader = _chain_scores(chain_course, "bob")
+    assert {i: p for i, p in nbgrader.items() if i.startswith("attention.")} == BUGGY_SDPA
+    assert all(nbgrader[i] == max_points(catalog()[i], config) for i in nbgrader if not i.startswith("attention."))
+    py = make_submission({"attention.scaled_dot_product_attention":
+                          mistake_source("attention", "scaled_dot_product_attention__no_scale")})
+    assert _grader_check(py, chain_course["env"]) == nbgrader
+    assert _grader_check(chain_course["root"] / "submitted" / "bob" / CHAIN_ASSIGNMENT, chain_course["env"]) == nbgrader

@@ -10,7 +10,15 @@ For each top-level function of solutions/<module>.py that is an exercise of the 
   3. a locked autograder test cell worth the exercise's points of autograde.toml, which calls
      `grader.notebook.check(...).award()`: it returns the points (nbgrader's partial credit
      reads the float of the cell's execute_result) or raises with the grader's diagnosis.
-The module docstring, its imports and any other code come first, in locked cells.
+The module docstring, its imports and any other code come first, in locked cells. Before them,
+a locked setup cell, `%load_ext grader.frontends.notebooks.course_imports`: course modules import
+each other (transformer.py `from attention import ...`, moe.py `from transformer import ...`) and
+a notebook has no attention.py beside it, so the extension lets the kernel import attention.ipynb,
+the student's notebook of that module, as `grader check` imports the student's attention.py (see
+course_imports.py: why the student's own module and not the grader's reference, and which folder
+under nbgrader's autograde). It is in every notebook, whether its solution imports another
+module or not, so a student's own reuse of an earlier module works in both routes alike. The
+submission loader comments the magic out, so `grader check` on the .ipynb never runs it.
 
 nbgrader cell metadata (schema version 3, nbgrader/nbgraderformat/v3.json) restricts a
 grade_id to `^[a-zA-Z0-9_\\-]*$`: no dots. The test cell of `attention.causal_mask` therefore
@@ -62,6 +70,11 @@ sandbox. That is how nbgrader's autograde works too (it runs the whole notebook 
 your instructor grades with `grader check` or `grader batch` on the `.ipynb` file instead, your code
 cells are imported in the grader's sandbox and every decision is made outside it; cells of the
 grader's own (these test cells, `check` calls) and IPython magics are left out there.
+
+**Other modules of the course.** The first code cell (locked) lets `from attention import ...`
+import your `attention.ipynb` from this notebook's folder (its code cells, not its test cells), as
+`grader check` imports your `attention.py`. Each exercise is still graded with the grader's own
+versions of the course functions it calls, so a mistake is charged once, where it is.
 """
 
 
@@ -129,7 +142,8 @@ def source_notebook(source: str, module: str, specs: dict, config: Config) -> nb
     tree = ast.parse(source)
     lines = source.splitlines()
     cells = [_markdown(f"{module}-intro", _intro(module, ast.get_docstring(tree) or "", specs)),
-             _markdown(f"{module}-how-graded", HOW_GRADED.format(**_example(module, specs)))]
+             _markdown(f"{module}-how-graded", HOW_GRADED.format(**_example(module, specs))),
+             _code(f"{module}-setup", setup_cell(tree, module, specs), locked=True)]
     pending: list[str] = []            # top-level code between functions, kept in order
     body = tree.body[1:] if ast.get_docstring(tree) else tree.body
     for node in body:
@@ -160,6 +174,24 @@ def source_notebook(source: str, module: str, specs: dict, config: Config) -> nb
     nb = nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": KERNELSPEC, "language_info": {"name": "python"}})
     nbformat.validate(nb)
     return nb
+
+
+def setup_cell(tree: ast.Module, module: str, specs: dict) -> str:
+    """The locked first code cell: the course-imports extension (course_imports.py), and what it is for."""
+    from grader.frontends.notebooks.course_imports import MAGIC
+    course = {s.module for s in specs.values()} - {module}
+    imported = sorted({n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 0
+                       and n.module in course}
+                      | {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
+                         if a.name in course})
+    if imported:
+        which = ", ".join(f"{m}.ipynb" for m in imported)
+        said = (f"# Locked setup. This notebook imports {' and '.join(imported)} below: the imports read your\n"
+                f"# {which} from this folder (code cells only, as `grader check` reads them).\n")
+    else:
+        said = ("# Locked setup. `from <module> import ...` of another module of the course reads your\n"
+                "# <module>.ipynb from this folder (code cells only, as `grader check` reads them).\n")
+    return said + MAGIC
 
 
 def _end(lines: list[str], end: int) -> int:
