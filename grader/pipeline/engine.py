@@ -8,7 +8,8 @@ Steps, in order, for each selected exercise (exercises run concurrently, each in
      first child of the first exercise of the module to need it, which then serves that exercise's
      cases when the module imports as written (a second child would import the same files again);
   3. cases from the spec, seeded (public), plus hidden ones when a secret seed is set, and the
-     reference output of every case, computed here in the parent (cases);
+     reference output of every case, computed here in the parent (cases), before step 2's child
+     is asked for: at the start, that is while the sandbox is still starting;
   4. a confined child imports the student's module with tripwires for forbidden APIs and trusted
      substitutes for dependencies, and each case is called in it, two strikes and out (run,
      over grader.sandbox);
@@ -117,12 +118,14 @@ def grade_exercise(spec: ExerciseSpec, ctx: Context) -> ExerciseResult:
                               message=forbidden.static_message(spec, hits, sub.files[spec.module]), **base)
     # Once the submission's time is used up an exercise is not started: every case is "not run".
     started = ctx.remaining() > 0
+    cases = build_cases(spec, ctx.config.secret_seed)
+    # the references first: here, while the sandbox may still be starting, they cost no waiting
+    refs = references(spec, cases) if started else [None] * len(cases)
     runner = CaseRunner(spec, ctx)
     try:    # the first exercise of a module to need its import decided has it tried in its own child
         load = imports.module_load(spec.module, ctx, runner.decide_import) if started else ModuleLoad(dict(sub.files))
         runner.loaded(load)
-        cases = build_cases(spec, ctx.config.secret_seed)
-        results = runner.run_all(cases, references(spec, cases) if ctx.remaining() > 0 else [None] * len(cases))
+        results = runner.run_all(cases, refs if ctx.remaining() > 0 else [None] * len(cases))
     finally:
         output, truncated = runner.close()
     results = precision.annotate(results)   # needs every case: float64 misses of float32's size
