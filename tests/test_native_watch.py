@@ -296,8 +296,9 @@ def test_a_grading_process_ends_at_once_and_its_keeper_cleans_up(tmp_path):
     import time
 
     from conftest import ROOT
+    # this suite's own sandbox runs meanwhile: the keeper would wait for it to end (PATIENCE)
     p = subprocess.Popen([sys.executable, "-c", EXITS_WITH_COUNTERS], cwd=ROOT, stdout=subprocess.PIPE, text=True,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+                         env={**os.environ, "PYTHONPATH": str(ROOT), "GRADER_KEEPER_PATIENCE": "0"})
     counters, *folders = p.stdout.readline().split()
     last = float(p.stdout.readline())
     p.wait(timeout=60)
@@ -319,3 +320,11 @@ def test_a_new_slot_takes_the_cpu_the_fewest_slots_hold():
     assert watch_slots.least_held([0, 1, 2, 3], [[3], [2], [0], [3]]) == 1
     assert watch_slots.least_held([2, 3], [[0], [1], [3]]) == 2      # pins outside our CPUs do not count
     assert watch_slots.cpu_list("0-2,5\n") == [0, 1, 2, 5] and watch_slots.cpu_list("") == []
+
+
+def test_a_keeper_waits_while_a_grader_runs(sandbox):
+    """Closing counters stalls other processes' opening of theirs: a keeper closes only while no
+    grader runs, and a running sandbox is one."""
+    from grader.sandbox import keeper
+    sandbox.start()
+    assert keeper.graders_running()
