@@ -9,9 +9,9 @@ keeper closes its copies, those of a child's own counters at once and the slots'
 process has ended (its end of the socket closes, however it ends, and then its exit closes its own
 copies: only once it is gone are the keeper's the last), then removes the slots' folders.
 
-Removals stall the opening of counters in other processes (the kernel serialises the two): a grader
-started while a keeper closed 206 counters took 13.6 s for a full `grader check`, 4.3 s with the
-keeper stopped. So the keeper closes the slots' counters only while no other grader runs (no
+Removals slow down the graders running meanwhile (opening counters seems to wait on them): a full
+`grader check` started while a keeper closed 206 counters took 13.6 s, and 4.06 s with that keeper
+stopped (SIGSTOP). So the keeper closes the slots' counters only while no other grader runs (no
 sandbox zygote on the machine), waiting at most PATIENCE seconds in all, and pauses again between
 two closes when one starts. It imports nothing but
 the standard library, and holds nothing of a student's.
