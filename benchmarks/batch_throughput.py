@@ -229,20 +229,6 @@ def _on_alarm(signum, frame):
     raise _CallLimit()
 
 
-def _course_imports(source: str, modules: list[str]) -> list[str]:
-    try:
-        body = ast.parse(source).body
-    except SyntaxError:
-        return []
-    names = []
-    for node in body:
-        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names.append(node.module.split(".")[0])
-        elif isinstance(node, ast.Import):
-            names += [a.name.split(".")[0] for a in node.names]
-    return [m for m in dict.fromkeys(names) if m in modules]
-
-
 def _closure(module: str, texts: dict[str, str], modules: list[str]) -> list[str]:
     """`module` and the course modules it imports, directly or not, dependencies first."""
     order: list[str] = []
@@ -250,7 +236,7 @@ def _closure(module: str, texts: dict[str, str], modules: list[str]) -> list[str
     def visit(m: str, seen: tuple[str, ...]) -> None:
         if m in order or m in seen or m not in texts:
             return
-        for dep in _course_imports(texts[m], modules):
+        for dep in scenarios.course_imports(texts[m]):
             visit(dep, (*seen, m))
         order.append(m)
     visit(module, ())

@@ -133,18 +133,18 @@ def submission(name: str) -> Path:
         header = (f"Test fixture ({name}): built by tests/scenarios.py from solutions/{path.name} "
                   f"and tests/fixtures/submissions/{name}/{path.name}.")
         (dest / path.name).write_text(build((SOLUTIONS / path.name).read_text(), path.read_text(), header))
-    needed = [m for path in sorted(dest.glob("*.py")) for m in _course_imports(path.read_text())]
+    needed = [m for path in sorted(dest.glob("*.py")) for m in course_imports(path.read_text())]
     while needed:
         module = needed.pop()
         if not (dest / f"{module}.py").exists():
             solution = (SOLUTIONS / f"{module}.py").read_text()
             (dest / f"{module}.py").write_text(build(solution, "", f"Test fixture ({name}): solutions/{module}.py, "
                                                      "which a module of the scenario imports."))
-            needed += _course_imports(solution)
+            needed += course_imports(solution)
     return dest
 
 
-def _course_imports(source: str) -> list[str]:
+def course_imports(source: str) -> list[str]:
     """The course modules (solutions/<name>.py) that `source` imports at its top level."""
     try:
         body = ast.parse(source).body
