@@ -4,9 +4,7 @@
   from the zygote as it was after its imports, whatever the children before it did, and is
   confined only once its request is in; a spare killed while it waits is replaced, and none
   outlives the sandbox;
-- a teardown waits for the child on its pidfd: it returns when the process ends, zombie or not;
-- the zygote's heap is in transparent huge pages where the machine allows them (its malloc was
-  started with glibc.malloc.hugetlb=1), and the setting is not passed on to student code.
+- a teardown waits for the child on its pidfd: it returns when the process ends, zombie or not.
 """
 from __future__ import annotations
 
@@ -26,7 +24,6 @@ PROBE = '''
 import os, sys, torch
 import grader.sandbox.wire as wire
 seen = {"torch": getattr(torch, "_cost_marker", None), "env": os.environ.get("COST_MARKER"),
-        "tunables": os.environ.get("GLIBC_TUNABLES"),
         "module": "cost_marker" in sys.modules, "wire": getattr(wire, "_cost_marker", None),
         "uid": os.getuid(), "pgid": os.getpgid(0) == os.getpid()}
 torch._cost_marker = wire._cost_marker = os.environ["COST_MARKER"] = MARK
@@ -151,31 +148,3 @@ def test_wait_gone_returns_when_the_process_ends_zombie_or_not():
     assert _exists(p.pid) and time.monotonic() - t0 >= 0.19
     p.kill()
     p.wait()
-
-
-def _huge_pages_possible() -> bool:
-    import platform
-    try:
-        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
-            mode = f.read()
-    except OSError:
-        return False
-    libc, version = platform.libc_ver()
-    return "[never]" not in mode and libc == "glibc" and tuple(map(int, version.split(".")[:2])) >= (2, 35)
-
-
-def test_the_zygote_heap_is_in_huge_pages_and_children_do_not_see_the_setting(own_sandbox):
-    """Forking a child and its exit copy and drop a page-table entry per 4 KiB page of the zygote's
-    heap (85 MB after importing torch): in 2 MiB pages that is ~40 entries, not ~21,000."""
-    session, workdir = _session(own_sandbox, "huge")
-    try:
-        seen = session.call("report", timeout=60).value
-        assert seen["tunables"] is None
-    finally:
-        session.close()
-        provision.remove_workdir(workdir)
-    if not _huge_pages_possible():
-        pytest.skip("no transparent huge pages for glibc's malloc on this machine")
-    with open(f"/proc/{own_sandbox._zygote.pid}/smaps_rollup") as f:
-        huge = [int(line.split()[1]) for line in f if line.startswith("AnonHugePages:")]
-    assert huge and huge[0] >= 16 << 10, huge      # kB

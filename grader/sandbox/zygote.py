@@ -87,7 +87,6 @@ def main(control_fd: int) -> None:
     # instead, and we exit on that; our children die with us through their PDEATHSIG (a spare's
     # is set as it is forked, a child's again once it has its private uid, which clears it).
     control = socket.socket(fileno=control_fd)
-    os.environ.pop("GLIBC_TUNABLES", None)     # set for this process's malloc only (grader.sandbox.launch)
     _warm()
     spare = _spare(control)
     try:
