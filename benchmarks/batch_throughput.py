@@ -229,7 +229,7 @@ def _on_alarm(signum, frame):
     raise _CallLimit()
 
 
-def _closure(module: str, texts: dict[str, str], modules: list[str]) -> list[str]:
+def _closure(module: str, texts: dict[str, str]) -> list[str]:
     """`module` and the course modules it imports, directly or not, dependencies first."""
     order: list[str] = []
 
@@ -266,7 +266,7 @@ def own_compute(folder: Path, kinds: dict[str, str], modules: list[str]) -> dict
             texts = {m: (folder / student / f"{m}.py").read_text().split("\n", 1)[1] for m in modules}
             total = 0.0
             for module in modules:
-                chain = _closure(module, texts, modules)
+                chain = _closure(module, texts)
                 key = (module, tuple((m, texts[m]) for m in chain))
                 if kind.startswith("hostile") and any(texts[m] != solutions[m] for m in chain):
                     continue            # a scenario's code runs only in the sandbox
