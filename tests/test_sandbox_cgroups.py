@@ -1,0 +1,68 @@
+"""A child joins its control groups whole: every thread it has, in every hierarchy (as root).
+
+cgroups.join moves a single-threaded child through v1's `tasks` file (no machine-wide lock, see
+its docstring) and anything else through `cgroup.procs`; either way no thread may stay outside,
+or its processes would escape the group's memory and process limits.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="control groups need root")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Creates a group, forks a child that starts THREADS extra threads and joins it, and prints what
+# the child's every thread is in, with what join() said was missing.
+SCRIPT = """
+import json, os, sys, threading, time
+from grader.sandbox import cgroups
+threads = int(sys.argv[1])
+group = cgroups.create(f"grader-{os.getpid()}-jointest", 1 << 30, 64)
+if group is None:
+    print(json.dumps({"group": None})); sys.exit(0)
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    stop = threading.Event()
+    for _ in range(threads):
+        threading.Thread(target=stop.wait, daemon=True).start()
+    missing = cgroups.join(list(group.procs))
+    tasks = {tid: open(f"/proc/self/task/{tid}/cgroup").read() for tid in os.listdir("/proc/self/task")}
+    os.write(w, json.dumps({"missing": missing, "tasks": tasks}).encode())
+    time.sleep(0.5)
+    os._exit(0)
+os.close(w)
+seen = json.loads(os.read(r, 1 << 20).decode())
+seen.update(group=group.dirs, members=group.members(), pid=pid)
+group.remove()
+os.waitpid(pid, 0)
+print(json.dumps(seen))
+"""
+
+
+def joined(threads: int) -> dict:
+    done = subprocess.run([sys.executable, "-c", SCRIPT, str(threads)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    if seen["group"] is None:
+        pytest.skip("this machine offers no control group hierarchy to make groups in")
+    return seen
+
+
+@pytest.mark.parametrize("threads", [0, 2], ids=["one thread", "three threads"])
+def test_every_thread_of_the_child_is_in_every_hierarchy_of_its_group(threads):
+    seen = joined(threads)
+    assert seen["missing"] == []
+    assert len(seen["tasks"]) == threads + 1
+    for tid, cgroup in seen["tasks"].items():
+        for controller, folder in seen["group"].items():
+            line = next((x for x in cgroup.splitlines()
+                         if controller == "all" and x.startswith("0::") or controller in x.split(":")[1].split(",")),
+                        "")
+            assert line.endswith("/" + os.path.basename(folder.rstrip("/"))), (tid, controller, cgroup)
+    assert seen["members"] == [seen["pid"]]
