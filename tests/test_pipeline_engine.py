@@ -92,3 +92,48 @@ def test_the_context_decides_each_module_load_once():
     ctx.module_load("b", decide)
     assert calls == ["a", "b"] and ctx.import_errors() == (("b", "SyntaxError"),)
     assert ctx.files_for("b") == {"b": "x = 1"} and ctx.remaining() < 0
+
+
+def test_cases_and_references_are_computed_once_per_process_and_handed_out_as_copies():
+    """prepared() keeps what it computed for the next grading and gives each caller its own copy:
+    a grading that writes into its inputs or its references changes nothing for the next one."""
+    from grader.pipeline.cases import build_cases, prepared, references
+    calls = []
+
+    def reference(x):
+        calls.append(1)
+        return 2 * x
+    spec = dataclasses.replace(DOUBLE, id="toy.prepared", reference=reference)
+    fresh = build_cases(spec, 7)
+    first_cases, first_refs = prepared(spec, 7)
+    assert len(calls) == len(fresh) == 4         # two public cases, two hidden
+    first_cases[0].args[0].add_(100.0)
+    first_refs[0].zero_()
+    cases, refs = prepared(spec, 7)
+    assert len(calls) == 4                       # not computed again
+    assert [c.name for c in cases] == [c.name for c in fresh] and [c.hidden for c in cases] == [c.hidden for c in fresh]
+    assert all(torch.equal(c.args[0], f.args[0]) for c, f in zip(cases, fresh))
+    assert all(torch.equal(r, 2 * f.args[0]) for r, f in zip(refs, fresh))
+    prepared(spec, 8)
+    assert len(calls) == 8                       # another secret seed: other hidden cases
+    # a spec object of the same id (an override) is not served what another one computed
+    prepared(dataclasses.replace(spec), 7)
+    assert len(calls) == 12
+    assert references(spec, fresh)[0].data_ptr() != refs[0].data_ptr()
+
+
+def test_cases_a_copy_would_not_reproduce_are_computed_for_every_caller():
+    from grader.pipeline.cases import prepared
+    calls = []
+
+    def graph(gen):
+        return [Case("grad", (torch.randn(2, 3, generator=gen).requires_grad_(),))]
+
+    def reference(x):
+        calls.append(1)
+        return x * 2
+    spec = dataclasses.replace(DOUBLE, id="toy.requires_grad", cases=graph, reference=reference)
+    for _ in range(2):
+        cases, refs = prepared(spec, None)
+        assert cases[0].args[0].requires_grad and torch.equal(refs[0], 2 * cases[0].args[0].detach())
+    assert len(calls) == 2

@@ -9,7 +9,8 @@ Steps, in order, for each selected exercise (exercises run concurrently, each in
      cases when the module imports as written (a second child would import the same files again);
   3. cases from the spec, seeded (public), plus hidden ones when a secret seed is set, and the
      reference output of every case, computed here in the parent (cases), before step 2's child
-     is asked for: at the start, that is while the sandbox is still starting;
+     is asked for: at the start, that is while the sandbox is still starting; once per process
+     (a batch worker's next submission gets copies of the same);
   4. a confined child imports the student's module with tripwires for forbidden APIs and trusted
      substitutes for dependencies, and each case is called in it, two strikes and out (run,
      over grader.sandbox);
@@ -32,7 +33,7 @@ from grader import __version__, threads
 from grader.catalog.spec import ExerciseSpec
 from grader.config import Config
 from grader.pipeline import forbidden, imports, scoring, static
-from grader.pipeline.cases import build_cases, references
+from grader.pipeline.cases import build_cases, prepared
 from grader.pipeline.context import Context, ModuleLoad
 from grader.pipeline import precision
 from grader.pipeline.run import CaseRunner
@@ -118,9 +119,12 @@ def grade_exercise(spec: ExerciseSpec, ctx: Context) -> ExerciseResult:
                               message=forbidden.static_message(spec, hits, sub.files[spec.module]), **base)
     # Once the submission's time is used up an exercise is not started: every case is "not run".
     started = ctx.remaining() > 0
-    cases = build_cases(spec, ctx.config.secret_seed)
     # the references first: here, while the sandbox may still be starting, they cost no waiting
-    refs = references(spec, cases) if started else [None] * len(cases)
+    if started:
+        cases, refs = prepared(spec, ctx.config.secret_seed)
+    else:
+        cases = build_cases(spec, ctx.config.secret_seed)
+        refs = [None] * len(cases)
     runner = CaseRunner(spec, ctx)
     try:    # the first exercise of a module to need its import decided has it tried in its own child
         load = imports.module_load(spec.module, ctx, runner.decide_import) if started else ModuleLoad(dict(sub.files))
