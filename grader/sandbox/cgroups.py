@@ -17,8 +17,9 @@ controllers beside an empty cgroup2 hierarchy). Groups are made beneath the grad
 each hierarchy (so a container's delegated subtree works). Only root can do this; elsewhere
 `create` returns None and the caller names the layer as missing.
 
-The parent creates the group; the child joins it by writing its own pid to `procs` (while still
-root, before it drops to its private uid), so everything it starts afterwards is a member.
+The parent creates the group; the child joins it (`join`: v1's `tasks` while it has one thread,
+else `procs`) while still root, before it drops to its private uid, so everything it starts
+afterwards is a member.
 """
 from __future__ import annotations
 
