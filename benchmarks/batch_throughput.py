@@ -64,7 +64,8 @@ curriculum, every module of the catalog (`grader list`) in every submission:
    from the student's submitted/ folder while autograde has not yet written it to autograded/
    (it goes through the notebooks in order: moe before transformer), by running its code cells,
    test cells left out, each cell's error reported and passed over as a notebook run passes over it.
-Machine load from other processes skews both sides; the load average is printed.
+Machine load from other processes skews both sides; the load average is printed. Each grader batch
+starts once no earlier grader's kernel counters are still being closed (grader_cost.settle).
 """
 from __future__ import annotations
 
@@ -88,9 +89,10 @@ import types
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
 import scenarios  # noqa: E402  (the test suite's submission builders)
+from grader_cost import settle  # noqa: E402  (no earlier grader's counters still being closed)
 from conftest import FIXTURES, mistake_source, replace_function  # noqa: E402
 
 MODULE = "attention"
@@ -343,6 +345,9 @@ def _load(ref: str):
 # -- grader batch -----------------------------------------------------------------------------------
 def run_batch(subs: Path, out: Path, jobs: int, names=(MODULE,), extra=()) -> float:
     cmd = [sys.executable, "-m", "grader", "batch", str(subs), "--out", str(out), *names, "--jobs", str(jobs), *extra]
+    waited = settle()
+    if waited > 1:
+        print(f"  (waited {waited:.0f} s for an earlier grader's kernel counters to be closed)")
     start, started = time.monotonic(), time.time()
     env = {k: v for k, v in os.environ.items() if k != "GRADER_SECRET_SEED"}
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
