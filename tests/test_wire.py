@@ -17,6 +17,20 @@ def test_round_trip_of_nested_values():
     assert back["empty"].shape == (0, 4)
 
 
+def test_a_list_of_bytes_travels_as_one_buffer_and_arrives_as_the_same_list():
+    """A tokenizer's tokens: one buffer and their lengths, not a node each; empty tokens, a
+    bytearray (arriving as bytes, as a lone one does) and a list that is not all bytes included."""
+    import json
+    tokens = [b"ab", b"", bytearray(b"\xff\x00"), b"c" * 300]
+    data = wire.dumps({"tokens": tokens, "mixed": [b"a", "a", 1]})
+    (n,) = struct.unpack(">Q", data[:8])
+    header = json.loads(data[8:8 + n])
+    assert len(header["sizes"]) == 2        # the tokens' one buffer, and the mixed list's b"a"
+    back = wire.loads(data)
+    assert back["tokens"] == [b"ab", b"", b"\xff\x00", b"c" * 300] and all(type(t) is bytes for t in back["tokens"])
+    assert back["mixed"] == [b"a", "a", 1]
+
+
 def test_bool_and_int_tensors_keep_their_dtype():
     for t in (torch.tensor([[True, False]]), torch.arange(5), torch.tensor([1, 2], dtype=torch.int32)):
         back = wire.loads(wire.dumps(t))
@@ -96,6 +110,11 @@ def _raw(header: bytes, *buffers: bytes) -> bytes:
          b"\0" * 8),                                                          # a shape claiming 2**80 elements
     _raw(b'{"sizes":[0],"value":{"tensor":0,"dtype":"torch.float32","shape":' + str([0] * 40).encode() + b"}}", b""),
     _raw(b'{"sizes":[0],"value":{"tensor":0,"dtype":"torch.float32","shape":[1]}}', b""),
+    _raw(b'{"sizes":[3],"value":{"bytes_list":0,"lengths":[1,1]}}', b"abc"),   # lengths do not add up
+    _raw(b'{"sizes":[3],"value":{"bytes_list":0,"lengths":[4,-1]}}', b"abc"),  # a negative length
+    _raw(b'{"sizes":[3],"value":{"bytes_list":0,"lengths":[true,2]}}', b"abc"),
+    _raw(b'{"sizes":[3],"value":{"bytes_list":0,"lengths":3}}', b"abc"),
+    _raw(b'{"sizes":[3],"value":{"bytes_list":1,"lengths":[3]}}', b"abc"),     # no such buffer
     _raw(b"\xff\xfe not utf-8"),
     _raw(b"[1, 2]"),
     struct.pack(">Q", 1 << 62) + b"{}",
