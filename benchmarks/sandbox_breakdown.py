@@ -174,6 +174,7 @@ def _install_parent(runs: list[list]) -> None:
     _timed(engine.static, "forbidden_hits", "parent: static scan")
     _timed(engine, "build_cases", "parent: cases built")
     _timed(engine, "references", "parent: references computed")
+    _timed(engine, "prepared", "parent: cases and references (kept per process)")
     _timed(imports, "_try_import", "import check: a whole child (open to close)")
     _timed(provision, "chown_tree", "parent: folder given to the private uid")
     _timed(provision, "read_paths", "parent: Landlock read paths listed")
@@ -214,7 +215,7 @@ def _bare(exercise: str, repeat: int) -> dict[str, float]:
     import tempfile
 
     from grader.catalog import catalog
-    from grader.pipeline.engine import build_cases, references
+    from grader.pipeline.cases import build_cases, references
     from grader.sandbox import wire
 
     spec = catalog()[exercise]
@@ -261,6 +262,7 @@ ORDER = [  # (label, what "bare" is, key of the bare figure or None), in the ord
     ("parent: static scan", "", None),
     ("import check: a whole child (open to close)", "", None),
     ("parent: cases built", "", None), ("parent: references computed", "", None),
+    ("parent: cases and references (kept per process)", "", None),
     ("parent: child folder made", "", None), ("parent: student files copied", "", None),
     ("parent: folder given to the private uid", "", None), ("parent: control group created", "", None),
     ("parent: Landlock read paths listed", "", None), ("parent: read paths checked world-readable", "", None),
