@@ -127,6 +127,11 @@ def timeless(value):
     return value
 
 
+def said(row):
+    """Each exercise of a row as (id, status, points, message), as a failed comparison shows them."""
+    return [(e["id"], e["status"], e["points"], e["message"][:600]) for e in row.get("exercises", [])]
+
+
 def on_cluster(lc, subs, out, *names, **options):
     return Options(submissions=str(subs), out=str(out), names=names, scheduler=lc.scheduler_address, **options)
 
@@ -151,7 +156,8 @@ def test_a_mixed_class_gets_the_local_pools_rows_bit_for_bit(cluster, tmp_path):
     assert set(a) == set(b) == set(students)
     for student in students:
         local_row, cluster_row = (json.dumps(timeless(x[student][2]), sort_keys=True) for x in (a, b))
-        assert a[student][:2] == b[student][:2] and local_row == cluster_row, (student, local_row, cluster_row)
+        assert a[student][:2] == b[student][:2] and local_row == cluster_row, \
+            f"{student}: local {a[student][:2]} {said(a[student][2])}; cluster {b[student][:2]} {said(b[student][2])}"
     status = {s: {e["id"]: e["status"] for e in r[2]["exercises"]} for s, r in b.items()}
     assert status["loop"]["attention.causal_mask"] == "timeout"
     assert status["exits"]["attention.positional_encoding"] == "crashed"

@@ -17,9 +17,8 @@ controllers beside an empty cgroup2 hierarchy). Groups are made beneath the grad
 each hierarchy (so a container's delegated subtree works). Only root can do this; elsewhere
 `create` returns None and the caller names the layer as missing.
 
-The parent creates the group; the child joins it (`join`: v1's `tasks` while it has one thread,
-else `procs`) while still root, before it drops to its private uid, so everything it starts
-afterwards is a member.
+The parent creates the group; the child joins it (`join`) while still root, before it drops to its
+private uid, so everything it starts afterwards is a member.
 """
 from __future__ import annotations
 
@@ -169,36 +168,20 @@ def _alive(pid: int) -> bool:
 
 def join(procs: list[str]) -> list[str]:
     """Called in the child: move this process into the group. Returns what could not be joined.
-
-    A process that writes its pid to `cgroup.procs` takes the kernel's lock on every thread group
-    of the machine, and taking it first waits for an RCU grace period: 5-19 ms of sleep per child
-    here. A v1 hierarchy's `tasks` file moves one thread, and "0" there (the thread writing)
-    skips that lock (kernel/cgroup/cgroup.c, cgroup_procs_write_start); while the child still
-    has one thread, that moves all of it, in 0.5 ms for three hierarchies. cgroup2 has no such
-    file for a domain group: its `cgroup.procs` is written as before."""
+    While it has one thread, through each v1 folder's `tasks` with "0" (the writing thread): unlike a
+    pid in `cgroup.procs`, that takes no machine-wide lock, whose first taker waits for an RCU grace
+    period (5-19 ms of sleep a child; kernel/cgroup/cgroup.c, cgroup_procs_write_start)."""
     missing = []
-    alone = _threads() == 1
+    alone = "\nThreads:\t1\n" in f"\n{read_value('/proc/self/status')}\n"
     for path in procs:
         tasks = os.path.join(os.path.dirname(path), "tasks")
+        target, text = (tasks, "0") if alone and os.path.exists(tasks) else (path, str(os.getpid()))
         try:
-            if alone and os.path.exists(tasks):
-                with open(tasks, "w") as f:
-                    f.write("0")
-            else:
-                with open(path, "w") as f:
-                    f.write(str(os.getpid()))
+            with open(target, "w") as f:
+                f.write(text)
         except OSError:
             missing.append(os.path.basename(os.path.dirname(os.path.dirname(path))) or path)
     return missing
-
-
-def _threads() -> int:
-    """How many threads this process has (0 when /proc does not say)."""
-    try:
-        with open("/proc/self/status") as f:
-            return next((int(line.split()[1]) for line in f if line.startswith("Threads:")), 0)
-    except OSError:
-        return 0
 
 
 def missing_controllers(group: Group | None) -> list[str]:
