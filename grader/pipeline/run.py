@@ -36,12 +36,12 @@ _STRIKES = (FailureKind.TIMEOUT, FailureKind.CRASH, FailureKind.PROTOCOL)
 
 
 class CaseRunner:
-    """The cases of one exercise, run against `load` (the module as graded): run_all(), then
+    """The cases of one exercise, run against the module as graded (`loaded`): run_all(), then
     close() for the captured output, notes() and forbidden_hits for the exercise's result."""
 
-    def __init__(self, spec: ExerciseSpec, ctx: Context, load: ModuleLoad | None = None) -> None:
+    def __init__(self, spec: ExerciseSpec, ctx: Context) -> None:
         self.spec, self.ctx = spec, ctx
-        self.load = load or ModuleLoad(dict(ctx.submission.files))     # the module as graded: `loaded`
+        self.load = ModuleLoad(dict(ctx.submission.files))     # the files as submitted, until `loaded`
         self.session: Session | None = None
         self._pending: tuple[dict[str, str], str, Session] | None = None   # a child opened by decide_import
         self.workdir = ""
