@@ -4,7 +4,10 @@
   from the zygote as it was after its imports, whatever the children before it did, and is
   confined only once its request is in; a spare killed while it waits is replaced, and none
   outlives the sandbox;
-- a teardown waits for the child on its pidfd: it returns when the process ends, zombie or not.
+- a teardown waits for the child on its pidfd: it returns when the process ends, zombie or not;
+- the zygote's heap is in transparent huge pages where the machine allows them (its malloc was
+  started with glibc.malloc.hugetlb=1), and the setting is not passed on to student code: a child
+  writes fresh memory in small pages.
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ PROBE = '''
 import os, sys, torch
 import grader.sandbox.wire as wire
 seen = {"torch": getattr(torch, "_cost_marker", None), "env": os.environ.get("COST_MARKER"),
+        "tunables": os.environ.get("GLIBC_TUNABLES"),
         "module": "cost_marker" in sys.modules, "wire": getattr(wire, "_cost_marker", None),
         "uid": os.getuid(), "pgid": os.getpgid(0) == os.getpid()}
 torch._cost_marker = wire._cost_marker = os.environ["COST_MARKER"] = MARK
@@ -31,6 +35,16 @@ sys.modules["cost_marker"] = sys
 
 def report():
     return {k: v for k, v in seen.items()}
+
+def huge_kb():
+    with open("/proc/self/smaps_rollup") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("AnonHugePages:"))
+
+def fresh_memory_in_huge_pages():
+    """kB of huge pages before and after writing 64 MiB of fresh memory."""
+    before = huge_kb()
+    block = torch.ones(16 << 20)
+    return [before, huge_kb(), float(block[-1])]
 '''
 
 
@@ -148,3 +162,35 @@ def test_wait_gone_returns_when_the_process_ends_zombie_or_not():
     assert _exists(p.pid) and time.monotonic() - t0 >= 0.19
     p.kill()
     p.wait()
+
+
+def _huge_pages_possible() -> bool:
+    import platform
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            mode = f.read()
+    except OSError:
+        return False
+    libc, version = platform.libc_ver()
+    return "[never]" not in mode and libc == "glibc" and tuple(map(int, version.split(".")[:2])) >= (2, 35)
+
+
+def test_the_zygote_heap_is_in_huge_pages_and_children_do_not_see_the_setting(own_sandbox):
+    """Forking a child and its exit copy and drop a page-table entry per 4 KiB page of the zygote's
+    heap (85 MB after importing torch): in 2 MiB pages that is ~40 entries, not ~21,000. A child's
+    own fresh memory stays in 4 KiB pages: a fault there never zeroes 2 MiB or waits for the kernel
+    to compact memory, so its loads cost in it what they cost in a clean child (the timing guards)."""
+    session, workdir = _session(own_sandbox, "huge")
+    try:
+        seen = session.call("report", timeout=60).value
+        assert seen["tunables"] is None
+        before, after, _ = session.call("fresh_memory_in_huge_pages", timeout=60).value
+        assert after <= before, (before, after)
+    finally:
+        session.close()
+        provision.remove_workdir(workdir)
+    if not _huge_pages_possible():
+        pytest.skip("no transparent huge pages for glibc's malloc on this machine")
+    with open(f"/proc/{own_sandbox._zygote.pid}/smaps_rollup") as f:
+        huge = [int(line.split()[1]) for line in f if line.startswith("AnonHugePages:")]
+    assert huge and huge[0] >= 16 << 10, huge      # kB
