@@ -137,3 +137,19 @@ def test_cases_a_copy_would_not_reproduce_are_computed_for_every_caller():
         cases, refs = prepared(spec, None)
         assert cases[0].args[0].requires_grad and torch.equal(refs[0], 2 * cases[0].args[0].detach())
     assert len(calls) == 2
+
+
+def test_no_reference_makes_the_grading_process_import_sympy():
+    """torch imports its symbolic shapes, and sympy with them (0.3 s), the first time autograd is given
+    a tensor of upstream gradients: the references reach the same gradients without that (the grading
+    process imports it once per check, a batch worker once per worker)."""
+    import subprocess
+    import sys
+    code = ("import sys, torch\n"
+            "from grader.catalog import catalog\n"
+            "from grader.pipeline.cases import prepared\n"
+            "for spec in catalog().values(): prepared(spec, 3)\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'sympy' or 'symbolic_shapes' in m))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]", out.stdout[:300]

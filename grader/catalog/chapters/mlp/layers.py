@@ -54,10 +54,13 @@ LINEAR_FORWARD = ExerciseSpec(
 
 # ---------------------------------------------------------------------------- linear_backward
 def ref_linear_backward(X, W, dY):
-    """torch.autograd on Y = X @ W + b with upstream gradient dY, in float64."""
+    """torch.autograd on Y = X @ W + b with upstream gradient dY, in float64: the gradients of
+    sum(Y * dY), which are exactly those of Y against dY (the product's backward multiplies dY by
+    one). Not grad(Y, ..., dY): a tensor of upstream gradients makes torch import its symbolic
+    shapes, and sympy with them (0.3 s in the grading process)."""
     X64, W64 = X.detach().double().requires_grad_(True), W.detach().double().requires_grad_(True)
     b64 = torch.zeros(W.shape[1], dtype=F64, requires_grad=True)
-    dX, dW, db = torch.autograd.grad(X64 @ W64 + b64, (X64, W64, b64), dY.double())
+    dX, dW, db = torch.autograd.grad(((X64 @ W64 + b64) * dY.double()).sum(), (X64, W64, b64))
     return dX.to(X.dtype), dW.to(X.dtype), db.to(X.dtype)
 
 
