@@ -77,3 +77,26 @@ def test_subclass_claimed_by_the_child_is_rejected():
     back = wire.loads(wire.dumps(torch.ones(2).as_subclass(Friendly)))
     c = compare_tensor(back, torch.ones(2), "out", TOL)
     assert not c.ok and "not a plain torch.Tensor" in c.problem
+
+
+def test_the_figures_are_those_of_the_elementwise_criterion_with_or_without_non_finite_values():
+    """Finite outputs take a shorter route than outputs with NaN or Inf: both give the figures
+    computed element by element here, the worst element's index and the first mismatches included."""
+    gen = torch.Generator().manual_seed(0)
+    for trial in range(200):
+        shape = tuple(int(n) for n in torch.randint(1, 5, (trial % 4,), generator=gen))
+        e = torch.randn(shape, generator=gen, dtype=torch.float64)
+        a = e + torch.randn(shape, generator=gen, dtype=torch.float64) * 10.0 ** -(trial % 7)
+        with_nan = trial % 3 == 0 and e.numel() > 1
+        if with_nan:
+            a.view(-1)[-1] = e.view(-1)[-1] = float("nan")     # NaN where the reference has it: no mismatch
+        c = compare_tensor(a, e, "out", TOL)
+        flat_a, flat_e = a.reshape(-1).tolist(), e.reshape(-1).tolist()
+        errs = [0.0 if x != x and y != y else abs(x - y) for x, y in zip(flat_a, flat_e)]
+        bad = [i for i, (err, y) in enumerate(zip(errs, flat_e)) if err > 1e-5 + 1e-4 * (0.0 if y != y else abs(y))]
+        worst = max(range(len(errs)), key=lambda i: (errs[i], -i))     # the largest error, the first of equals
+        index = [int(i) for i in torch.unravel_index(torch.tensor(worst), shape)] if shape else []
+        assert c.ok == (not bad) and c.max_abs_error == max(errs), (trial, c)
+        assert list(c.worst_index) == index and c.mismatch_fraction == len(bad) / len(errs), (trial, c)
+        assert [list(m.index) for m in c.mismatches] == [
+            [int(i) for i in torch.unravel_index(torch.tensor(i), shape)] if shape else [] for i in bad[:5]]
