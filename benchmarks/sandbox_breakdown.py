@@ -311,7 +311,8 @@ def measure(tree: str, exercise: str, runs: int) -> dict:
     spec = catalog()[exercise]
     load, totals = os.getloadavg()[0], []
     with Sandbox(limits_from(config)) as sandbox:
-        grade(os.path.join(tree, "solutions"), [spec], config, sandbox=sandbox)       # warm the zygote
+        grade(os.path.join(tree, "solutions"), [spec], config, sandbox=sandbox)       # warm the zygote;
+        time.sleep(0.5)     # idle, it finishes putting its memory in huge pages (grader.sandbox.zygote)
         for _ in range(runs):
             _spans.clear()
             spans_of.append([])
