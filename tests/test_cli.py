@@ -109,3 +109,18 @@ def test_the_command_ends_only_after_what_must_finish_has():
     p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert p.returncode == 3, p.stderr
     assert p.stdout.splitlines() == ["no newlinethread finished", "atexit ran"], p.stdout
+
+
+def test_a_grading_command_imports_the_engine_without_collections_and_freezes_it():
+    """Full collections during torch's import walk every object it made, none of them garbage: the
+    command imports the engine with the collector off, freezes what it made, and turns it back on."""
+    code = ("import gc\n"
+            "from grader import cli\n"
+            "gc.callbacks.append(lambda phase, info: phase == 'start' and info['generation'] == 2 and print('full'))\n"
+            "cli._import_engine()\n"
+            "import torch\n"
+            "print(gc.isenabled(), gc.get_freeze_count() > 100000, flush=True)\n"
+            "import os; os._exit(0)\n")      # before the collection of the interpreter's own teardown
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["True", "True"], out.stdout

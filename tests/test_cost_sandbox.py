@@ -24,10 +24,10 @@ from grader.sandbox.runner import Sandbox, _exists
 
 # Each child reports what it finds of the markers an earlier one may have left, then leaves its own.
 PROBE = '''
-import os, sys, torch
+import gc, os, sys, torch
 import grader.sandbox.wire as wire
 seen = {"torch": getattr(torch, "_cost_marker", None), "env": os.environ.get("COST_MARKER"),
-        "tunables": os.environ.get("GLIBC_TUNABLES"),
+        "tunables": os.environ.get("GLIBC_TUNABLES"), "collector": gc.isenabled(),
         "module": "cost_marker" in sys.modules, "wire": getattr(wire, "_cost_marker", None),
         "uid": os.getuid(), "pgid": os.getpgid(0) == os.getpid()}
 torch._cost_marker = wire._cost_marker = os.environ["COST_MARKER"] = MARK
@@ -100,6 +100,7 @@ def test_every_child_starts_from_the_zygote_as_it_was(own_sandbox):
     for r in reports:
         assert (r["torch"], r["env"], r["module"], r["wire"]) == (None, None, False, None), r
         assert r["pgid"], "confined: a session and process group of its own"
+        assert r["collector"], "the collector, off while the zygote imported, is on in every child"
     if os.geteuid() == 0:
         assert len({r["uid"] for r in reports}) == 3 and 0 not in {r["uid"] for r in reports}
 

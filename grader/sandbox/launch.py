@@ -33,7 +33,7 @@ def launch(threads: int) -> tuple[subprocess.Popen, socket.socket]:
     env = {**provision.child_environment(pkg_root, threads), "GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
     # -I ignores PYTHON* variables, PYTHONDONTWRITEBYTECODE included: -B keeps bytecode out of the package
     zygote = subprocess.Popen(
-        [sys.executable, "-I", "-B", "-c", "import sys; sys.path.insert(0, %r); "
+        [sys.executable, "-I", "-B", "-c", "import gc, sys; gc.disable(); sys.path.insert(0, %r); "
          "from grader.sandbox.zygote import main; main(%d)" % (pkg_root, child.fileno())],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, pass_fds=(child.fileno(),), env=env, cwd="/")
     child.close()

@@ -51,10 +51,13 @@ def _warm() -> None:
     """First-call costs every child would pay again, paid once here: torch.manual_seed's first call
     (~1 ms: it looks up the other devices' generators). Then the zygote's objects are moved out of
     the collector's sight (gc.freeze), so a child's collections do not write to, and so copy, the
-    pages it shares with the zygote. No collection first: after importing torch it takes 0.11 s,
-    before the first child can start, to free some 40 objects."""
+    pages it shares with the zygote, and the collector, off while the zygote imported (launch.py: a
+    full collection during torch's import walks every object made so far, none of them garbage), is
+    on again for the children. No collection first: after importing torch it takes 0.11 s, before
+    the first child can start, to free some 40 objects."""
     torch.manual_seed(0)
     gc.freeze()
+    gc.enable()
 
 
 # Huge pages. Each fork copies, and each child's exit drops, one page-table entry per 4 KiB page of

@@ -18,6 +18,7 @@ Like any multiprocessing code, call Pool.run from a script guarded by `if __name
 """
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import signal
@@ -46,6 +47,7 @@ def worker_main(conn, names: list[str], config: Config) -> None:
     # forkserver (warm_up) first, so that the two imports overlap.
     from grader import threads
 
+    gc.freeze()     # what the forkserver imported (torch): no full collection walks it again (grader.cli)
     # Ctrl-C is the parent's to handle (it stops the workers); ignored here, and so in this worker's
     # sandbox (SIG_IGN is inherited through fork and exec), so an interrupt prints one line, not a traceback each.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
