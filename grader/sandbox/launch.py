@@ -29,7 +29,8 @@ def launch(threads: int) -> tuple[subprocess.Popen, socket.socket]:
     # glibc's malloc asks for transparent huge pages for its heap (glibc >= 2.35; others ignore it):
     # the ~85 MB that importing torch allocates then takes ~40 page-table entries, not ~21,000, so
     # each fork of a child and each child's exit costs ~5 ms less (benchmarks/sandbox_breakdown.py).
-    # The zygote drops the variable once started: its children inherit the heap, not the setting.
+    # The zygote drops the variable once started; its children inherit the heap, and a malloc that
+    # still asks for huge pages, which each refuses with PR_SET_THP_DISABLE (grader.sandbox.zygote).
     env = {**provision.child_environment(pkg_root, threads), "GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
     # -I ignores PYTHON* variables, PYTHONDONTWRITEBYTECODE included: -B keeps bytecode out of the package
     zygote = subprocess.Popen(
