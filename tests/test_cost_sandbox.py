@@ -198,29 +198,34 @@ def test_the_zygote_heap_is_in_huge_pages_and_children_do_not_see_the_setting(ow
 
 
 COLLAPSE = '''
-import sys, torch
+import mmap, sys, torch
 from grader.sandbox import zygote
-def huge():
-    with open("/proc/self/smaps_rollup") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("AnonHugePages:"))
+def kb(path, key):
+    with open(path) as f:
+        return next(int(line.split()[1]) for line in f if line.startswith(key))
+sparse = mmap.mmap(-1, 64 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+for offset in range(0, 64 << 20, 2 << 20):
+    sparse[offset] = 1                  # one page in memory every 2 MiB
 zygote._warm()
 pending = zygote._collapsible()
 assert pending and all(a % zygote.HUGE_PAGE == 0 for a in pending), pending[:3]
-before = huge()
+huge, anon = kb("/proc/self/smaps_rollup", "AnonHugePages:"), kb("/proc/self/status", "RssAnon:")
 while pending:
     zygote._collapse_next(pending)
-print(before, huge())
+print(huge, kb("/proc/self/smaps_rollup", "AnonHugePages:"), anon, kb("/proc/self/status", "RssAnon:"))
 '''
 
 
 def test_the_zygote_collapses_the_rest_of_its_memory_into_huge_pages():
     """The interpreter's arenas (~55 MB after importing torch) are not malloc's heap: the zygote
-    collapses them into huge pages itself, 2 MiB at a time (Linux >= 6.1)."""
+    collapses them into huge pages itself, 2 MiB at a time (Linux >= 6.1), but not a sparse mapping,
+    which would grow to huge pages of mostly zeros."""
     release = tuple(int(p) for p in os.uname().release.split("-")[0].split(".")[:2])
     if release < (6, 1) or not _huge_pages_possible():
         pytest.skip("no MADV_COLLAPSE or no transparent huge pages on this machine")
     out = subprocess.run([sys.executable, "-c", COLLAPSE], capture_output=True, text=True, timeout=120,
                          env={**os.environ, "GLIBC_TUNABLES": ""})
     assert out.returncode == 0, out.stderr[-2000:]
-    before, after = map(int, out.stdout.split())
-    assert after >= before + (16 << 10), (before, after)       # kB
+    huge_before, huge_after, anon_before, anon_after = map(int, out.stdout.split())    # kB
+    assert huge_after >= huge_before + (16 << 10), (huge_before, huge_after)
+    assert anon_after <= anon_before + (4 << 10), (anon_before, anon_after)    # the sparse 64 MiB stayed sparse

@@ -35,6 +35,7 @@ PR_SET_PDEATHSIG = 1
 PR_SET_THP_DISABLE = 41
 MADV_COLLAPSE = 25          # Linux >= 6.1; elsewhere madvise says EINVAL and nothing is collapsed
 HUGE_PAGE = 2 << 20
+PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 def _reap() -> None:
@@ -81,11 +82,15 @@ def _collapsible() -> list[int]:
 
 
 def _collapse_next(pending: list[int]) -> None:
-    """One step; a failure (a kernel without MADV_COLLAPSE, memory marked MADV_NOHUGEPAGE, no free
-    huge page) leaves those 2 MiB as they are."""
+    """One step: the next 2 MiB, if at least half of its pages are in memory (mincore), so that a
+    sparse mapping does not grow to a huge page of mostly zeros. A failure (a kernel without
+    MADV_COLLAPSE, memory marked MADV_NOHUGEPAGE, no free huge page) leaves them as they are."""
     libc = ctypes.CDLL(None)
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
     libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    libc.madvise(pending.pop(0), HUGE_PAGE, MADV_COLLAPSE)
+    address, resident = pending.pop(0), (ctypes.c_ubyte * (HUGE_PAGE // PAGE))()
+    if libc.mincore(address, HUGE_PAGE, resident) == 0 and sum(b & 1 for b in resident) * 2 >= len(resident):
+        libc.madvise(address, HUGE_PAGE, MADV_COLLAPSE)
 
 
 def _spare(control: socket.socket) -> tuple[int, socket.socket]:
