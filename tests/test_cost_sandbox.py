@@ -165,7 +165,9 @@ def test_wait_gone_returns_when_the_process_ends_zombie_or_not():
     p.wait()
 
 
-def _huge_pages_possible() -> bool:
+def _huge_pages_possible(glibc_heap: bool = True) -> bool:
+    """Whether the kernel gives transparent huge pages and, with `glibc_heap`, whether glibc's malloc
+    can ask for them (glibc.malloc.hugetlb, glibc >= 2.35); MADV_COLLAPSE needs only the kernel."""
     import platform
     try:
         with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
@@ -173,7 +175,8 @@ def _huge_pages_possible() -> bool:
     except OSError:
         return False
     libc, version = platform.libc_ver()
-    return "[never]" not in mode and libc == "glibc" and tuple(map(int, version.split(".")[:2])) >= (2, 35)
+    heap = libc == "glibc" and tuple(map(int, version.split(".")[:2])) >= (2, 35)
+    return "[never]" not in mode and (heap or not glibc_heap)
 
 
 def test_the_zygote_heap_is_in_huge_pages_and_children_do_not_see_the_setting(own_sandbox):
@@ -221,7 +224,7 @@ def test_the_zygote_collapses_the_rest_of_its_memory_into_huge_pages():
     collapses them into huge pages itself, 2 MiB at a time (Linux >= 6.1), but not a sparse mapping,
     which would grow to huge pages of mostly zeros."""
     release = tuple(int(p) for p in os.uname().release.split("-")[0].split(".")[:2])
-    if release < (6, 1) or not _huge_pages_possible():
+    if release < (6, 1) or not _huge_pages_possible(glibc_heap=False):
         pytest.skip("no MADV_COLLAPSE or no transparent huge pages on this machine")
     out = subprocess.run([sys.executable, "-c", COLLAPSE], capture_output=True, text=True, timeout=120,
                          env={**os.environ, "GLIBC_TUNABLES": ""})
