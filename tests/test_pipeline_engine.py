@@ -56,9 +56,11 @@ def submit(tmp_path, double):
 def test_right_and_wrong_answers_with_a_diagnosis(tmp_path, sandbox, config):
     result = grade(str(submit(tmp_path, "return 3 * x")), [DOUBLE, JUDGED], config, sandbox=sandbox)
     double, judged = result.exercises
-    assert double.status is Status.FAILED and double.points == 0.0 and double.diagnosis.startswith("tripled")
+    assert double.status is Status.FAILED and double.points == 0.0 and double.diagnosis.startswith("tripled"), \
+        (double.status, double.message)
     assert [c.failure for c in double.cases] == [FailureKind.WRONG_ANSWER] * 2
-    assert judged.status is Status.FAILED and judged.cases[0].message == "not close"   # default atol is 1e-5
+    assert judged.status is Status.FAILED and judged.cases[0].message == "not close", \
+        (judged.status, judged.message)     # default atol is 1e-5
     assert from_dict(json.loads(json.dumps(to_dict(result)))) == result
 
 
