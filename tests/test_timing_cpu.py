@@ -110,6 +110,18 @@ def test_patching_the_harness_clock_is_caught_by_the_kernels_account(grade_dir, 
     assert p.ratio is None and p.details["claimed_ratio"] < p.threshold       # the lie would have passed
 
 
+def test_work_hidden_in_the_loads_is_caught(grade_dir, perf_cfg):
+    """perf_works_while_loading: the slow loop over heads computes every input set's heads while
+    it is loaded (an untimed request), so its timed calls only project them. The CPU its loads
+    cost against a clean child's gives it away, confirming loads included (on this machine the
+    guard on the kernel's account of its calls objects too, and first)."""
+    p = timed(grade_dir, submission("perf_works_while_loading"), "attention.multi_head_attention",
+              perf_cfg)
+    assert p.status is Status.FAILED and p.details["flag"] in ("loads match", "work accounts for student"), p.message
+    assert p.ratio is None and p.details["claimed_ratio"] < p.threshold       # the lie would have passed
+    assert p.details["load_cpu_s_yours"] > 2 * p.details["load_cpu_s_clean"], p.details
+
+
 def test_slowing_the_reference_down_is_caught(grade_dir, perf_cfg):
     """perf_slows_reference: a background thread keeps the interpreter busy except while the
     student's (slow) function runs, so the reference beside it looks slow."""

@@ -233,6 +233,44 @@ def test_each_guard_objects_to_its_attack(blocks, loads, guard):
     assert guard in [name for name, _ in guards.findings(m)]
 
 
+class ScriptedLoads(LocalHarness):
+    """LocalHarness that records each load's CPU figures as SandboxHarness does, from a script:
+    `costs(n)` is (the student's child's, the clean child's) CPU seconds of the n-th load."""
+
+    def __init__(self, costs, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.costs, self.loads = costs, []
+
+    def load(self, input_sets) -> None:
+        super().load(input_sets)
+        mine, clean = self.costs(len(self.loads))
+        self.loads.append((mine, mine, clean))
+
+
+def measured_loads(costs):
+    clock = FakeClock()
+    harness = ScriptedLoads(costs, doubler(clock, 0.001), doubler(clock, 0.001), timer=CpuTimer(clock=clock))
+    m = measure(None, None, clock, harness=harness)
+    return m, [name for name, _ in guards.findings(m)]
+
+
+def test_one_slow_load_is_outvoted_by_confirming_loads():
+    """A short check has few loads, and one of them alone can cost 1.8x the clean child's CPU on a
+    busy machine: more loads of fresh inputs are measured before the loads guard may flag."""
+    m, found = measured_loads(lambda n: (0.005, 0.005) if n == 0 else (0.12, 0.06) if n <= 2 else (0.06, 0.06))
+    assert len(m.loads) == 1 + m.rounds + rounds.CONFIRM_LOADS and found == []
+
+
+def test_loads_that_stay_slow_are_still_flagged():
+    m, found = measured_loads(lambda n: (0.18, 0.06))
+    assert len(m.loads) == 1 + m.rounds + rounds.CONFIRM_LOADS and found == ["loads match"]
+
+
+def test_no_confirming_loads_without_an_objection():
+    m, found = measured_loads(lambda n: (0.06, 0.06))
+    assert len(m.loads) == 1 + m.rounds and found == []
+
+
 def test_cuda_events_cannot_outlast_the_hosts_window():
     m = Measurement("cuda", None, "cuda", blocks=(block("student", [0.002], 0.01, host=[0.001]),))
     assert [n for n, _ in guards.findings(m)] == ["events within host"]

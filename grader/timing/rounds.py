@@ -8,16 +8,18 @@ order that alternates from block to block (ABBA), so bursts of load on a shared 
 side alike, while the parent accounts each block's CPU time separately (grader.timing.guards).
 The student's outputs of the round come back through the wire and are compared here with the
 exercise's own reference (every one, or a random sample when they are too big, which is said).
+When the loads guard objects, more loads of fresh inputs are measured before it may flag.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 from typing import Any, Callable
 
 import torch
 
-from grader.timing import stats
+from grader.timing import guards, stats
 from grader.timing.measure import CLOCKS, fingerprint, same_fingerprint
 from grader.timing.records import Block, Measurement
 from grader.timing.timers import PERF_COUNTER
@@ -32,6 +34,9 @@ BLOCK_SECONDS = 0.01           # calls timed back to back (warm, as a real calle
                                # compressed every ratio toward 1)
 THREAD_TIME = CLOCKS["thread_time"]
 MAX_ROUND_BYTES = 16 << 20     # inputs (and checked outputs) of one round: the wire copies them several times
+CONFIRM_LOADS = 4              # more loads of fresh inputs before the loads guard may flag: one load's CPU
+                               # varies by up to 1.8x between two identical children on a busy machine, and a
+                               # short check has only two loads (the warm-up's and one round's)
 
 
 def nbytes(x: Any) -> int:
@@ -87,9 +92,23 @@ def run(harness, make_inputs: Callable[[int], tuple], check: Callable[[tuple, An
             round_no += 1
             continue
         break
-    return Measurement(**base, blocks=tuple(blocks), checked=checker.checked, wrong=tuple(checker.wrong),
-                       problems=tuple(problems), stopped=stopped, seconds=clock() - start, rounds=round_no + 1,
-                       loads=tuple(getattr(harness, "loads", ())), fingerprint_s=checker.fingerprint_s)
+    m = Measurement(**base, blocks=tuple(blocks), checked=checker.checked, wrong=tuple(checker.wrong),
+                    problems=tuple(problems), stopped=stopped, seconds=clock() - start, rounds=round_no + 1,
+                    loads=tuple(getattr(harness, "loads", ())), fingerprint_s=checker.fingerprint_s)
+    first = 1 + (round_no + 1) * k           # the next fresh input set's index
+    return _confirm_loads(harness, m, lambda j: [make_inputs(first + j * k + i) for i in range(k)], clock)
+
+
+def _confirm_loads(harness, m: Measurement, fresh: Callable[[int], list], clock: Callable[[], float]) -> Measurement:
+    """Before the loads guard's objection stands, CONFIRM_LOADS more loads of fresh inputs: a child
+    cannot tell them from a round's, so work hidden in its loads shows there too, while one load
+    that happened to be slow is outvoted."""
+    if m.stopped in ("problem", "wrong output") or not guards.loads_match(m):
+        return m
+    start = clock()
+    for j in range(CONFIRM_LOADS):
+        harness.load(fresh(j))
+    return dataclasses.replace(m, loads=tuple(harness.loads), seconds=m.seconds + clock() - start)
 
 
 def _warm_up(harness, warm_set: tuple, budget: float) -> tuple[dict[str, float], list[str]]:
