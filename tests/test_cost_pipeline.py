@@ -4,7 +4,9 @@
   results in the order it was given;
 - `grader check` builds its parser without importing the other commands' modules;
 - the capstone's Adam (PyTorch's fused kernel called directly) is torch.optim.Adam, step for step,
-  and does not import torch._dynamo as torch.optim's fused and foreach paths do.
+  and does not import torch._dynamo as torch.optim's fused and foreach paths do;
+- the operator watch sees the capstone's forward passes, not the grader's own backward passes and
+  updates, and is on again, as it was, once each is done.
 """
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ import torch
 
 from grader.catalog import catalog
 from grader.pipeline import engine
+from grader.sandbox import tripwires
+from grader.sandbox.trusted import capstone_training
 from grader.sandbox.trusted.capstone_training import Adam
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,3 +84,37 @@ def test_capstone_adam_does_not_import_dynamo():
             "print('torch._dynamo' in sys.modules)")
     p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.stdout.strip() == "False", p.stdout + p.stderr
+
+
+def test_the_operator_watch_sees_the_capstones_forward_not_the_graders_backward(monkeypatch):
+    from torch._C import _len_torch_dispatch_stack
+    spec = catalog()["transformer.transformer_forward"]
+    monkeypatch.syspath_prepend(str(ROOT / "solutions"))     # the course modules it imports
+    monkeypatch.setattr(sys, "modules", dict(sys.modules))   # and imports only for this test
+    module = _solution_with_substitutes("transformer", spec.depends)
+    stack = []
+
+    def forward(*args):
+        stack.append(_len_torch_dispatch_stack())
+        return module.transformer_forward(*args)
+    rules = [{"name": "forward softmax", "aten": ("aten::_softmax",)},
+             {"name": "backward softmax", "aten": ("_softmax_backward",)}]
+    hits = tripwires.Hits()
+    with tripwires.AtenWatch(rules, hits):
+        capstone_training.train(forward, {**capstone_training.task(0), "steps": 3, "eval_size": 4})
+        assert _len_torch_dispatch_stack() == 1
+    assert {h["rule"] for h in hits.items} == {"forward softmax"}, hits.items
+    assert stack == [1] * 4                       # three training steps and the held-out pass, watched
+
+
+def _solution_with_substitutes(name: str, depends: dict[str, str]):
+    """solutions/<name>.py as a module of its own, the spec's trusted substitutes in place, as in the child."""
+    import importlib
+    import importlib.util
+    loader = importlib.util.spec_from_file_location(f"solution_{name}", ROOT / "solutions" / f"{name}.py")
+    module = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(module)
+    for function, ref in depends.items():
+        where, _, attr = ref.partition(":")
+        setattr(module, function, getattr(importlib.import_module(where), attr))
+    return module
