@@ -87,6 +87,43 @@ def test_mangled_prefix_names_every_overload():
         b"_ZN2at6native19structured_tanh_out4implE"
 
 
+def test_offsets_finds_every_overload_in_both_spellings():
+    """One scan finds what a scan for each spelling finds: `_ZN<name>E...` and a const method's
+    `_ZNK<name>E...`, defined functions only."""
+    library = kernel_symbols.library()
+    names, functions = kernel_symbols._symbols(library)
+    const = _a_const_method(names, functions)
+    for name in (const, "at::native::softmax", "at::native::structured_tanh_out::impl"):
+        prefix = kernel_symbols.mangled_prefix(name)
+        expected = {functions[at + 1] for spelling in (b"\0" + prefix, b"\0_ZNK" + prefix[3:])
+                    for at in _every(names, spelling) if at + 1 in functions}
+        assert expected and kernel_symbols.offsets(library, name) == tuple(sorted(expected)), name
+
+
+def _every(haystack: bytes, needle: bytes) -> list[int]:
+    found, at = [], haystack.find(needle)
+    while at >= 0:
+        found.append(at)
+        at = haystack.find(needle, at + 1)
+    return found
+
+
+def _a_const_method(names: bytes, functions: dict[int, int]) -> str:
+    """The qualified name of a const method the library defines (a plain `_ZNK<len><part>...E` symbol)."""
+    for at in _every(names, b"\0_ZNK"):
+        i, parts = at + 5, []
+        while names[i:i + 1].isdigit():
+            j = i
+            while names[j:j + 1].isdigit():
+                j += 1
+            size = int(names[i:j])
+            parts.append(names[j:j + size].decode())
+            i = j + size
+        if len(parts) >= 2 and names[i:i + 1] == b"E" and at + 1 in functions:
+            return "::".join(parts)
+    raise AssertionError("no const method in the library")
+
+
 def test_every_rule_kernel_is_in_this_torch():
     """A kernel a rule names that this build of torch lacks would be a silent hole: each must resolve."""
     library = kernel_symbols.library()
