@@ -43,11 +43,14 @@ def mha_result(grade_dir, perf_cfg):
 
 
 @pytest.mark.parametrize("exercise", PRESENT)
-def test_the_worked_solution_passes_its_limit(grade_dir, perf_cfg, mha_result, exercise):
+def test_the_worked_solution_passes_its_limit(grade_dir, config, mha_result, exercise):
+    """With the default budget, the one the limits are calibrated at (benchmarks/calibrate_perf.py):
+    a shorter one measures some correct code slower (scaled_dot_product_attention's solution at
+    1.5 s: 1.6-2.7x against a limit of 2, at 3 s: 1.6-1.8x, on one machine on one day)."""
     if exercise == "attention.multi_head_attention":
-        result = mha_result
+        result = mha_result       # 0.6-0.9x against 1.4: far inside, whatever the budget
     else:
-        result = grade_dir(SOLUTIONS, exercise, cfg=perf_cfg)
+        result = grade_dir(SOLUTIONS, exercise, cfg=with_overrides(config, enabled=True, device="cpu"))
     (e,) = result.exercises
     (p,) = e.performance
     assert p.status is Status.PASSED, p.message
