@@ -22,6 +22,10 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from grader.timing import guards  # noqa: E402
+from grader.timing.records import Measurement  # noqa: E402
 
 # Run in a checkout's folder with that checkout first on the path; prints one JSON line per check.
 CHECKS = """
@@ -61,12 +65,8 @@ def measure(tree: str, checks: int, budget: float) -> list[dict]:
 
 
 def flags(loads: list[list[float]]) -> bool:
-    """The guard's rule (grader.timing.guards.loads_match) on these loads."""
-    if len(loads) < 2:
-        return False
-    mine, clean = (sorted(x[i] for x in loads) for i in (0, 1))
-    median = lambda xs: (xs[(len(xs) - 1) // 2] + xs[len(xs) // 2]) / 2    # noqa: E731
-    return median(mine) > 1.5 * median(clean) + 0.005
+    """Whether the guard (this checkout's grader.timing.guards.loads_match) objects to these loads."""
+    return bool(guards.loads_match(Measurement("cpu", 1, "cpu", loads=tuple((a, a, c) for a, c in loads))))
 
 
 def summary(results: list[dict]) -> dict[str, str]:
