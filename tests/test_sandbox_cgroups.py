@@ -66,3 +66,51 @@ def test_every_thread_of_the_child_is_in_every_hierarchy_of_its_group(threads):
                         "")
             assert line.endswith("/" + os.path.basename(folder.rstrip("/"))), (tid, controller, cgroup)
     assert seen["members"] == [seen["pid"]]
+
+
+# remove(): a group with a live member (a process that would sleep a minute) and one whose member has
+# ended; prints whether each member still runs, whether the folders are gone and how often kill() ran.
+REMOVE = """
+import json, os, signal, sys, time
+from grader.sandbox import cgroups
+kills = []
+kill = cgroups.Group.kill
+cgroups.Group.kill = lambda self: (kills.append(1), kill(self))[1]
+out = {}
+for case in ("live member", "member ended"):
+    group = cgroups.create(f"grader-{os.getpid()}-removetest", 1 << 30, 64)
+    if group is None:
+        print(json.dumps(None)); sys.exit(0)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        cgroups.join(list(group.procs))
+        os.write(w, b"in")
+        if case == "member ended":
+            os._exit(0)
+        time.sleep(60)
+        os._exit(0)
+    os.close(w)
+    os.read(r, 2)
+    if case == "member ended":
+        os.waitpid(pid, 0)
+    folders = list(group.dirs.values())
+    del kills[:]
+    group.remove()
+    group.remove()          # a second call: nothing left to do
+    gone = os.waitpid(pid, os.WNOHANG)[0] == pid if case == "live member" else True
+    out[case] = {"member gone": gone, "folders left": [f for f in folders if os.path.exists(f)],
+                 "kills": len(kills)}
+print(json.dumps(out))
+"""
+
+
+def test_remove_kills_only_a_group_that_has_members_and_leaves_no_folder():
+    done = subprocess.run([sys.executable, "-c", REMOVE], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    if seen is None:
+        pytest.skip("this machine offers no control group hierarchy to make groups in")
+    assert seen["live member"] == {"member gone": True, "folders left": [], "kills": 1}
+    assert seen["member ended"] == {"member gone": True, "folders left": [], "kills": 0}

@@ -65,12 +65,27 @@ class Group:
         _wait(lambda: not self.members(), 5.0)
 
     def remove(self) -> None:
-        self.kill()
-        for path in self.dirs.values():
+        """Remove the group's folders, its members killed first when it has any. A group left without
+        members stays so (only a member's fork adds one: joining a group takes root), and the kernel
+        refuses to remove a folder that has members (EBUSY): so folders removed at the first try need
+        no kill (the freezer's freeze and thaw, the waits), and a refusal gets the full kill and a
+        second try. The freezer's folder goes last, so that it is there for that kill. Once removed,
+        a second call does nothing."""
+        if not self._rmdirs():
+            self.kill()
+            self._rmdirs()
+        self.dirs = {}
+        self.procs = []
+
+    def _rmdirs(self) -> bool:
+        for controller in sorted(self.dirs, key=lambda c: c == "freezer"):
             try:
-                os.rmdir(path)
-            except OSError:
+                os.rmdir(self.dirs[controller])
+            except FileNotFoundError:
                 pass
+            except OSError:
+                return False
+        return True
 
 
 # What all the processes of one child may use together: its memory budget plus room for the
