@@ -1,7 +1,7 @@
 """The pipeline's cheaper paths give the same records (issue 18).
 
-- the engine starts the exercises whose spec allows the longest calls first, and returns the
-  results in the order it was given;
+- the engine starts the exercises whose spec allows the longest calls first, then those built on
+  others (substitutes, a driver), and returns the results in the order it was given;
 - `grader check` builds its parser without importing the other commands' modules;
 - the capstone's Adam (PyTorch's fused kernel called directly) is torch.optim.Adam, step for step,
   and does not import torch._dynamo as torch.optim's fused and foreach paths do;
@@ -45,8 +45,22 @@ def test_longest_calls_start_first_and_results_keep_their_order(sandbox, config,
 
 
 def test_the_catalogs_longest_exercises_start_first():
-    order = [list(catalog().values())[i].id for i in engine._longest_first(list(catalog().values()))]
-    assert "transformer.transformer_forward" in order[:3] and "mlp.train_xor" in order[:4]
+    specs = list(catalog().values())
+    order = [specs[i].id for i in engine._longest_first(specs)]
+    assert "transformer.transformer_forward" in order[:4] and "mlp.train_xor" in order[:4]
+    # then those built on others: greedy decoding (the whole transformer's substitutes) before any plain one
+    plain = [s.id for s in specs if not (s.call_timeout or s.depends or s.driver)]
+    assert order.index("transformer.greedy_decode") < min(map(order.index, plain))
+    assert order.index("transformer.decoder_layer") < order.index("transformer.add_and_norm")
+    assert [i for i in order if i in plain] == plain            # the others as listed
+
+
+def test_exercises_built_on_others_start_before_plain_ones():
+    relu, mse, mlp = (catalog()[i] for i in ("activations.relu", "losses.mse_loss", "mlp.mlp_backward"))
+    specs = [relu, dataclasses.replace(mse, depends={}), mlp, dataclasses.replace(relu, driver="x:y"),
+             dataclasses.replace(relu, call_timeout=1.0)]
+    assert len(mlp.depends) > 1
+    assert engine._longest_first(specs) == [4, 2, 3, 0, 1]
 
 
 def test_check_builds_its_parser_alone():

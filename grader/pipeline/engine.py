@@ -81,10 +81,15 @@ def grade(submission_path: str, specs: list[ExerciseSpec], config: Config,
 
 
 def _longest_first(specs: list[ExerciseSpec]) -> list[int]:
-    """The order exercises start in (indices into `specs`): those whose spec allows longer calls (the
-    capstone's training, the tokenizers, XOR's training) first, the others as listed, so that the
-    longest run beside the others rather than alone at the end. Results keep the order given."""
-    return sorted(range(len(specs)), key=lambda i: -(specs[i].call_timeout or 0.0))
+    """The order exercises start in (indices into `specs`), so that the longest run beside the others
+    rather than alone at the end. Results keep the order given. First those whose spec allows longer
+    calls (the capstone's training, the tokenizers, XOR's training); then those whose child runs more
+    of the grader's trusted code besides the student's function (its substitutes and driver: an
+    exercise built on others, as greedy decoding on the whole transformer, calls all of them for
+    each case); the others as listed."""
+    def weight(spec: ExerciseSpec) -> tuple[float, int]:
+        return spec.call_timeout or 0.0, len(spec.depends) + (spec.driver is not None)
+    return sorted(range(len(specs)), key=lambda i: tuple(-w for w in weight(specs[i])))
 
 
 def _guarded(spec: ExerciseSpec, ctx: Context) -> ExerciseResult:
