@@ -114,3 +114,40 @@ def test_remove_kills_only_a_group_that_has_members_and_leaves_no_folder():
         pytest.skip("this machine offers no control group hierarchy to make groups in")
     assert seen["live member"] == {"member gone": True, "folders left": [], "kills": 1}
     assert seen["member ended"] == {"member gone": True, "folders left": [], "kills": 0}
+
+
+# remove_stale(): the groups of a grader that no longer runs (a submission's group with a child's
+# inside, a process still in it) go, the member killed; a live grader's stay.
+STALE = """
+import json, os, subprocess, sys, time
+from grader.sandbox import cgroups
+dead = subprocess.Popen(["true"]); dead.wait()
+outer = cgroups.create(f"grader-{dead.pid}-sub", 1 << 30, 64)
+if outer is None:
+    print(json.dumps(None)); sys.exit(0)
+inner = cgroups.create(f"grader-{dead.pid}-sub/grader-{dead.pid}-1", 1 << 30, 64)
+live = cgroups.create(f"grader-{os.getpid()}-live", 1 << 30, 64)
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    cgroups.join(list(inner.procs))
+    os.write(w, b"in")
+    time.sleep(20)
+    os._exit(0)
+os.read(r, 2)
+cgroups.remove_stale()
+gone = os.waitpid(pid, os.WNOHANG)[0] == pid
+stale = [f for g in (outer, inner) for f in g.dirs.values() if os.path.exists(f)]
+kept = all(os.path.isdir(f) for f in live.dirs.values())
+live.remove()
+print(json.dumps({"member gone": gone, "stale folders left": stale, "live group kept": kept}))
+"""
+
+
+def test_a_dead_graders_groups_are_removed_and_a_live_ones_kept():
+    done = subprocess.run([sys.executable, "-c", STALE], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    if seen is None:
+        pytest.skip("this machine offers no control group hierarchy to make groups in")
+    assert seen == {"member gone": True, "stale folders left": [], "live group kept": True}

@@ -65,17 +65,13 @@ class Group:
         _wait(lambda: not self.members(), 5.0)
 
     def remove(self) -> None:
-        """Remove the group's folders, its members killed first when it has any. A group left without
-        members stays so (only a member's fork adds one: joining a group takes root), and the kernel
-        refuses to remove a folder that has members (EBUSY): so folders removed at the first try need
-        no kill (the freezer's freeze and thaw, the waits), and a refusal gets the full kill and a
-        second try. The freezer's folder goes last, so that it is there for that kill. Once removed,
-        a second call does nothing."""
+        """Remove the group's folders; kill its members first only if the kernel refuses (EBUSY: it has
+        some; an empty group stays so, as joining takes root). The freezer's folder goes last, there
+        for that kill. A second call does nothing."""
         if not self._rmdirs():
             self.kill()
             self._rmdirs()
-        self.dirs = {}
-        self.procs = []
+        self.dirs, self.procs = {}, []
 
     def _rmdirs(self) -> bool:
         for controller in sorted(self.dirs, key=lambda c: c == "freezer"):
@@ -146,11 +142,7 @@ def remove_stale(prefix: str = "grader-") -> None:
             owner = entry[len(prefix):].split("-", 1)[0] if entry.startswith(prefix) else ""
             if owner.isdigit() and not _alive(int(owner)):
                 for folder, _, _ in os.walk(os.path.join(base, entry), topdown=False):   # a submission's, inside out
-                    _kill_members(os.path.join(folder, "cgroup.procs"))
-                    try:
-                        os.rmdir(folder)
-                    except OSError:
-                        pass
+                    Group(1, {"stale": folder}, [os.path.join(folder, "cgroup.procs")]).remove()
 
 
 def bases() -> dict[str, str]:
@@ -159,16 +151,6 @@ def bases() -> dict[str, str]:
         return {}
     unified, v1 = _hierarchies(V1_CONTROLLERS + ("cpuset",))
     return {"all": unified} if unified else {**v1, **({"perf_event": _perf_base()} if _perf_base() else {})}
-
-
-def _kill_members(procs: str) -> None:
-    group = Group(1, {}, [procs])
-    for pid in group.members():
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
-    _wait(lambda: not group.members(), 1.0)
 
 
 def _alive(pid: int) -> bool:
