@@ -118,3 +118,34 @@ def test_helpers_the_grader_replaces_are_not_followed():
     assert forbidden_hits(src, "rnn_bptt", (RECURRENT,))
     assert forbidden_hits(src, "rnn_bptt", (RECURRENT,), replaced=("rnn_cell", "rnn_forward")) == []
     assert forbidden_hits(src, "rnn_cell", (RECURRENT,), replaced=("rnn_cell",))
+
+
+def test_one_parse_at_a_time_across_threads(monkeypatch):
+    # CPython 3.11's ast.parse keeps the depth of the tree it builds per interpreter, not per thread:
+    # two threads parsing at once can fail with "AST constructor recursion depth mismatch"
+    # (python/cpython#106905), seen as a grader fault in a Dask worker grading two exercises at once.
+    import threading
+    import time
+
+    from grader.pipeline import static
+
+    active, most, lock = [0], [0], threading.Lock()
+    real = static.ast.parse
+
+    def slow_parse(source, *args, **kwargs):      # the ast module's own: pytest parses with it too
+        with lock:
+            active[0] += 1
+            most[0] = max(most[0], active[0])
+        time.sleep(0.02)
+        with lock:
+            active[0] -= 1
+        return real(source, *args, **kwargs)
+    monkeypatch.setattr(static.ast, "parse", slow_parse)
+    static.parsed.cache_clear()
+    threads = [threading.Thread(target=static.parsed, args=(f"x = {i}\n",)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    static.parsed.cache_clear()
+    assert most[0] == 1

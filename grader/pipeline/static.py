@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import threading
 from dataclasses import dataclass
 
 from grader.catalog.spec import Forbidden
@@ -123,8 +124,15 @@ def _reachable(tree: ast.Module, function: str, replaced: tuple[str, ...]) -> li
 def parsed(source: str) -> ast.Module:
     """The student's module parsed once per grading process, not once per exercise and question (the
     scan, the line of a function, the imports): callers read the tree, never change it. Raises
-    SyntaxError (ValueError for null bytes) as ast.parse does."""
-    return ast.parse(source)
+    SyntaxError (ValueError for null bytes) as ast.parse does. One parse at a time: CPython 3.11
+    counts the depth of the tree it builds per interpreter, not per thread, and two threads parsing
+    at once can fail with "SystemError: AST constructor recursion depth mismatch"
+    (python/cpython#106905; a grader fault in a Dask worker grading two exercises at once)."""
+    with _PARSING:
+        return ast.parse(source)
+
+
+_PARSING = threading.Lock()
 
 
 def forbidden_hits(source: str, function: str, rules: tuple[Forbidden, ...],
