@@ -4,8 +4,8 @@ a model that learns from one that cannot.
     .venv/bin/python benchmarks/capstone_cost.py [--seeds 1,2,3,4,5,6,7,8] [--against TREE]
 
 1. power: for each seed, the capstone's training (grader.sandbox.trusted.capstone_training.train,
-   the grader's layers standing in as in the child, under the sandbox's operator watch as in the
-   child) of the worked solution and of the known mistake "positional encoding not added"
+   the grader's layers standing in and wrapped as in the child, under the sandbox's operator watch
+   as in the child) of the worked solution and of the known mistake "positional encoding not added"
    (tests/fixtures/mistakes/transformer.py: transformer_forward__no_pe); each held-out accuracy
    against the bar, and the margins: the worst solution above it, the best no-PE model below it;
 2. cost: CPU seconds of one training, and the capstone case graded through the real engine and
@@ -31,7 +31,7 @@ EXERCISE = "transformer.transformer_forward"
 
 
 def _models(tree: str, spec):
-    """(solution's transformer_forward, the no-PE variant), the spec's substitutes in place."""
+    """(solution's transformer_forward, the no-PE variant), the spec's substitutes in place as in the child."""
     sys.path.insert(0, os.path.join(tree, "solutions"))
     solution = importlib.import_module("transformer")
     path = os.path.join(tree, "solutions", "transformer.py")
@@ -42,10 +42,11 @@ def _models(tree: str, spec):
     wanted = [n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef)
               and n.name in ("_model", "transformer_forward__no_pe")]
     exec(compile(ast.Module(body=wanted, type_ignores=[]), "mistakes/transformer.py", "exec"), no_pe.__dict__)
+    from grader.sandbox.child import _recorded      # each substitute wrapped as the child wraps it
     for module in (solution, no_pe):
         for name, ref in spec.depends.items():
             mod, _, attr = ref.partition(":")
-            setattr(module, name, getattr(importlib.import_module(mod), attr))
+            setattr(module, name, _recorded(name, getattr(importlib.import_module(mod), attr), set()))
     return solution.transformer_forward, no_pe.transformer_forward__no_pe
 
 

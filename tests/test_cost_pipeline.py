@@ -6,7 +6,9 @@
 - the capstone's Adam (PyTorch's fused kernel called directly) is torch.optim.Adam, step for step,
   and does not import torch._dynamo as torch.optim's fused and foreach paths do;
 - the operator watch sees the capstone's forward passes, not the grader's own backward passes and
-  updates, and is on again, as it was, once each is done.
+  updates, and is on again, as it was, once each is done;
+- a substitute (the grader's code standing in for a function the student's calls) runs outside the
+  operator watch; the student's own operators before and after it are seen.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import torch
 
 from grader.catalog import catalog
 from grader.pipeline import engine
-from grader.sandbox import tripwires
+from grader.sandbox import child, tripwires
 from grader.sandbox.trusted import capstone_training
 from grader.sandbox.trusted.capstone_training import Adam
 
@@ -119,6 +121,23 @@ def test_the_operator_watch_sees_the_capstones_forward_not_the_graders_backward(
         assert _len_torch_dispatch_stack() == 1
     assert {h["rule"] for h in hits.items} == {"forward softmax"}, hits.items
     assert stack == [1] * 4                       # three training steps and the held-out pass, watched
+
+
+def test_a_substitute_runs_outside_the_operator_watch_and_the_students_code_inside():
+    from torch._C import _len_torch_dispatch_stack
+    stacks, called, hits = [], set(), tripwires.Hits()
+
+    def grader_softmax(x):
+        stacks.append(_len_torch_dispatch_stack())
+        return torch.softmax(x, -1)
+    substitute = child._recorded("softmax", grader_softmax, called)
+    with tripwires.AtenWatch([{"name": "softmax", "aten": ("aten::_softmax",)}], hits):
+        torch.testing.assert_close(substitute(torch.ones(4)), torch.full((4,), 0.25))
+        assert not hits.items, hits.items        # the grader's softmax: unwatched
+        assert _len_torch_dispatch_stack() == 1   # and the watch is back on
+        torch.softmax(torch.ones(4), -1)         # the student's own
+    assert stacks == [0] and called == {"softmax"}
+    assert [h["via"] for h in hits.items] == ["aten::_softmax"]
 
 
 def _solution_with_substitutes(name: str, depends: dict[str, str]):

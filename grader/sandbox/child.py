@@ -21,6 +21,7 @@ import torch
 from grader import threads
 from grader.sandbox import tripwires, wire
 from grader.sandbox.confine import confine
+from grader.sandbox.trusted.unwatched import unwatched
 
 
 def _student_traceback(exc: BaseException, workdir: str) -> str:
@@ -89,11 +90,13 @@ class _SealedGrader(importlib.abc.MetaPathFinder):
 
 def _recorded(name: str, fn: Any, called: set[str]) -> Any:
     """`fn` (a substitute) noting its name in `called` when the student's code calls it: each reply
-    says which substitutes the call used, for the parent's note (data: it decides no grade)."""
+    says which substitutes the call used, for the parent's note (data: it decides no grade). It runs
+    outside the operator watch, as the grader's own code (grader.sandbox.trusted.unwatched)."""
     @functools.wraps(fn)
     def substitute(*args: Any, **kwargs: Any) -> Any:
         called.add(name)
-        return fn(*args, **kwargs)
+        with unwatched():
+            return fn(*args, **kwargs)
     return substitute
 
 

@@ -9,16 +9,14 @@ the parent scores against targets it makes itself (grader.catalog.judges.capston
 """
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch._C import _len_torch_dispatch_stack
-from torch.utils._python_dispatch import _pop_mode, _push_mode
 
 from grader.sandbox.trusted.params import model_params
 from grader.sandbox.trusted.tracing import traced_call
+from grader.sandbox.trusted.unwatched import unwatched
 from grader.trees import clone, leaves
 
 BOS, EOS, FIRST_SYMBOL = 0, 1, 2
@@ -46,23 +44,6 @@ def eval_set(cfg: dict) -> dict[str, torch.Tensor]:
     """The held-out set, the same in the parent and the child (its own seed)."""
     src, tgt_in, tgt_out = _batch(torch.Generator().manual_seed(cfg["seed"] + 1), cfg, cfg["eval_size"])
     return {"src": src, "tgt_in": tgt_in, "tgt_out": tgt_out}
-
-
-@contextlib.contextmanager
-def _unwatched():
-    """The grader's own backward pass and Adam's update, outside the child's operator watch
-    (grader.sandbox.tripwires.AtenWatch, a dispatch mode that every operator crosses through
-    Python, ~15 us each): a step's ~475 backward operators are torch's derivatives of the forward's
-    ~330, which the watch saw, and under it the training cost 3.1 CPU s instead of 2.25. An
-    autograd hook or custom backward of the student's runs here unwatched by it; the tripwires and
-    the kernel's count of forbidden kernels (grader.sandbox.native_watch, authoritative) cover the
-    whole call, this part included. Every mode on the stack is set aside and put back as it was."""
-    modes = [_pop_mode() for _ in range(_len_torch_dispatch_stack())]
-    try:
-        yield
-    finally:
-        for mode in reversed(modes):
-            _push_mode(mode)
 
 
 class CapstoneError(Exception):
@@ -118,7 +99,7 @@ def train(forward, cfg: dict) -> dict[str, Any]:
             raise CapstoneError("training: your logits do not depend differentiably on params (no gradient "
                                 "reaches the weights): avoid .detach(), .item(), .numpy(), torch.no_grad() "
                                 "and building new tensors from values inside transformer_forward")
-        with _unwatched():
+        with unwatched():       # torch's derivatives of the forward's operators, which the watch saw
             opt.zero_grad()
             loss.backward()
             opt.step()
