@@ -145,3 +145,50 @@ print(json.dumps({"member gone": gone, "stale folders left": stale, "live group 
 def test_a_dead_graders_groups_are_removed_and_a_live_ones_kept():
     seen = run_as_root(STALE)
     assert seen == {"member gone": True, "stale folders left": [], "live group kept": True}
+
+
+# A watch slot (grader.sandbox.watch_slots) beneath cgroup2's root is threaded, and a child joins it
+# by its one thread (cgroups.join, without the machine-wide lock); its members are read all the same.
+# Beneath any other cgroup2 group a slot stays a domain (that group would become a thread root).
+SLOT = """
+import json, os, sys
+from grader.sandbox import cgroups, watch_slots
+slot = watch_slots.take() if watch_slots.possible() else None
+if slot is None:
+    print(json.dumps(None)); sys.exit(0)
+perf, base = slot.folders[0], cgroups.bases()["perf_event"]
+(r, w), (go_r, go_w) = os.pipe(), os.pipe()
+pid = os.fork()
+if pid == 0:
+    missing = cgroups.join([os.path.join(f, "cgroup.procs") for f in slot.folders])
+    os.write(w, json.dumps({"missing": missing, "cgroup": open("/proc/self/cgroup").read()}).encode())
+    os.read(go_r, 1)
+    os._exit(0)
+seen = json.loads(os.read(r, 1 << 20).decode())
+seen.update(root=not os.path.exists(os.path.join(base, "cgroup.type")), slot=os.path.basename(perf),
+            type=cgroups.read_value(os.path.join(perf, "cgroup.type")), pid=pid,
+            members=cgroups.members_of(os.path.join(perf, "cgroup.procs")), empty=slot.empty())
+os.write(go_w, b"x")
+os.waitpid(pid, 0)
+seen["empty after"] = slot.empty()
+inner = os.path.join(base, f"grader-{os.getpid()}-domain")
+if os.path.exists(os.path.join(base, "cgroup.threads")) and seen["root"]:
+    os.makedirs(os.path.join(inner, "slot"))
+    watch_slots._thread_mode(os.path.join(inner, "slot"), inner)
+    seen["beneath a group"] = cgroups.read_value(os.path.join(inner, "slot", "cgroup.type"))
+    os.rmdir(os.path.join(inner, "slot"))
+    os.rmdir(inner)
+for folder in slot.folders:
+    os.rmdir(folder)
+print(json.dumps(seen))
+"""
+
+
+def test_a_child_joins_a_threaded_watch_slot_by_its_thread_and_is_seen_in_it():
+    seen = run_as_root(SLOT)
+    assert seen["missing"] == []
+    assert seen["members"] == [seen["pid"]] and not seen["empty"] and seen["empty after"]
+    if seen["root"] and seen["type"]:          # cgroup2 holds perf_event, the grader in its root
+        assert seen["type"] == "threaded"
+        assert f"0::/{seen['slot']}\n" in seen["cgroup"], seen["cgroup"]
+        assert seen["beneath a group"] == "domain"

@@ -37,14 +37,7 @@ class Group:
     procs: list[str] = field(default_factory=list)   # the cgroup.procs files a member writes its pid to
 
     def members(self) -> list[int]:
-        pids: set[int] = set()
-        for path in self.procs:
-            try:
-                with open(path) as f:
-                    pids.update(int(line) for line in f if line.strip())
-            except OSError:
-                continue
-        return sorted(pids)
+        return sorted({pid for path in self.procs for pid in members_of(path)})
 
     def kill(self) -> None:
         """Kill every member; returns when none is left (or after a few seconds)."""
@@ -154,24 +147,19 @@ def bases() -> dict[str, str]:
 
 
 def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return os.path.exists(f"/proc/{pid}")
 
 
 def join(procs: list[str]) -> list[str]:
     """Called in the child: move this process into the group. Returns what could not be joined.
-    While it has one thread, through each v1 folder's `tasks` with "0" (the writing thread): unlike a
-    pid in `cgroup.procs`, that takes no machine-wide lock, whose first taker waits for an RCU grace
-    period (5-19 ms of sleep a child; kernel/cgroup/cgroup.c, cgroup_procs_write_start)."""
+    While it has one thread, by "0" (the writing thread) in v1's `tasks` or a threaded cgroup2 group's
+    `cgroup.threads`: unlike a pid in `cgroup.procs`, that takes no machine-wide lock, which waits for
+    an RCU grace period (5-19 ms a child; kernel/cgroup/cgroup.c, cgroup_procs_write_start)."""
     missing = []
     alone = "\nThreads:\t1\n" in f"\n{read_value('/proc/self/status')}\n"
     for path in procs:
-        tasks = os.path.join(os.path.dirname(path), "tasks")
+        threaded = read_value(os.path.join(os.path.dirname(path), "cgroup.type")) == "threaded"
+        tasks = os.path.join(os.path.dirname(path), "cgroup.threads" if threaded else "tasks")
         target, text = (tasks, "0") if alone and os.path.exists(tasks) else (path, str(os.getpid()))
         try:
             with open(target, "w") as f:
@@ -271,6 +259,18 @@ def _own_paths() -> dict[str, str]:
     except OSError:
         pass
     return out
+
+
+def members_of(procs: str) -> list[int]:
+    """The pids in the group of `procs` (its cgroup.procs; [] if unreadable). A threaded cgroup2 group
+    refuses that file: its threads are read instead, ids that kill() takes as their whole process."""
+    for path in (procs, os.path.join(os.path.dirname(procs), "cgroup.threads")):
+        try:
+            with open(path) as f:
+                return [int(line) for line in f if line.strip()]
+        except OSError:
+            continue
+    return []
 
 
 def read_value(path: str) -> str:

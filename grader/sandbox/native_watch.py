@@ -119,7 +119,7 @@ def joined(watch: Watch, pid: int, child_group: str | None) -> bool:
     """Whether the child is in the groups its counters watch (counts of another group prove nothing,
     and counters on one CPU only see a child pinned there)."""
     for folder in (watch.slot.folders if watch.slot is not None else [child_group or "/nonexistent"]):
-        if str(pid) not in _read(os.path.join(folder, "cgroup.procs")).split():
+        if pid not in cgroups.members_of(os.path.join(folder, "cgroup.procs")):
             return False
     return True
 

@@ -5,7 +5,8 @@ A child joins a slot at its start and holds it until it and everything it starte
 (`give_back` re-uses only an empty slot), so a slot's counts are one child's. Where the v1 cpuset
 controller is, a slot is pinned to one CPU, so each kernel needs one counter a slot: the CPU that
 the fewest slots of any grader on this machine hold, chosen under a lock on the cpuset hierarchy so
-that graders starting together spread too.
+that graders starting together spread too. Where cgroup2 holds perf_event and the grader is in its
+root, a slot is a threaded group, which a child with one thread joins without a machine-wide lock.
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ class Slot:
     cpus: tuple[int, ...]
 
     def empty(self) -> bool:
-        return all(not _read(os.path.join(f, "cgroup.procs")).split() for f in self.folders)
+        return all(not cgroups.members_of(os.path.join(f, "cgroup.procs")) for f in self.folders)
 
 
 def possible() -> bool:
@@ -69,12 +70,27 @@ def _new(number: int) -> Slot | None:
         os.makedirs(perf, exist_ok=True)
     except OSError:
         return None
+    _thread_mode(perf, bases["perf_event"])
     online = tuple(cpu_list(_read("/sys/devices/system/cpu/online") or "0"))
     if "cpuset" not in bases:
         return Slot((perf,), online)
     cpuset = os.path.join(bases["cpuset"], name)
     cpu = _pin(cpuset, bases["cpuset"])
     return Slot((perf, cpuset), (cpu,)) if cpu is not None else Slot((perf,), online)
+
+
+def _thread_mode(folder: str, base: str) -> None:
+    """A slot made beneath cgroup2's root is made threaded: a child with one thread then joins it
+    through `cgroup.threads`, without the lock a pid written to `cgroup.procs` takes (cgroups.join).
+    Only there: the root, which has no `cgroup.type`, is the one group that can hold threaded and
+    domain groups side by side; beneath any other, the grader's own group would become a thread root
+    that no other domain group may be made in. Where the kernel refuses, the slot stays a domain."""
+    if os.path.exists(os.path.join(base, "cgroup.threads")) and not os.path.exists(os.path.join(base, "cgroup.type")):
+        try:
+            with open(os.path.join(folder, "cgroup.type"), "w") as f:
+                f.write("threaded")
+        except OSError:
+            pass
 
 
 def _pin(folder: str, parent: str) -> int | None:
