@@ -32,7 +32,7 @@ SCHEMA: dict[str, dict[str, tuple[type | tuple[type, ...], Any, str]]] = {
         "submission_timeout": ((int, float), 600.0, "wall-time limit for grading one whole submission, seconds"),
         "memory_mb": (int, 2048, "memory a submission's process may allocate beyond the grader's own, MiB"),
         "output_kb": (int, 64, "captured stdout/stderr kept per exercise, KiB (the rest is counted, then dropped)"),
-        "jobs": (int, 0, "exercises graded at once (0: one per CPU core)"),
+        "jobs": (int, 0, "exercises graded at once (0: one more than the CPU cores)"),
     },
     "hidden": {
         "seed_env": (str, "GRADER_SECRET_SEED", "environment variable holding the instructor's secret seed"),
@@ -97,7 +97,11 @@ class Config:
 
     @property
     def effective_jobs(self) -> int:
-        return self.jobs or os.cpu_count() or 1
+        """0: one more than the cores. An exercise's thread waits while its child starts, imports and
+        ends, so one per core leaves cores idle (`grader check` of solutions/ on 2 cores, 5 alternated
+        runs: 5.35 s with 3, 5.79 s with 2); the children of one submission share its memory budget
+        however many run at once (grader.sandbox.budgets)."""
+        return self.jobs or (os.cpu_count() or 1) + 1
 
     def summary(self) -> dict[str, Any]:
         """The resolved values that report headers print. The configuration file as it was named

@@ -96,6 +96,14 @@ def test_overrides_without_a_flag_name_the_key_and_good_ones_apply():
     assert (cfg.call_timeout, cfg.jobs, cfg.formats, cfg.color) == (2.0, 0, ("junit",), "auto")
 
 
+def test_jobs_0_grades_one_exercise_more_than_the_cores_and_a_number_that_many(monkeypatch):
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    assert load_config(None, env={}, overrides={"jobs": 0}).effective_jobs == 3
+    assert load_config(None, env={}, overrides={"jobs": 2}).effective_jobs == 2
+    monkeypatch.setattr("os.cpu_count", lambda: None)       # unknown: one core
+    assert load_config(None, env={}).effective_jobs == 2
+
+
 # ---------------------------------------------------------------- [deadline] (grader.deadlines.config)
 DEADLINE = '[deadline]\ndue = 2026-03-02T12:00:00+01:00\nsource = "nbgrader"\n'
 

@@ -26,7 +26,7 @@ def register(sub) -> None:
     p.add_argument("--output", metavar="FILE", help="write the report here instead of standard output")
     add_color_arguments(p)
     p.add_argument("--timeout", type=float, metavar="S", help="per-call time limit, seconds")
-    p.add_argument("--jobs", type=int, metavar="N", help="exercises graded at once (0: one per CPU core)")
+    p.add_argument("--jobs", type=int, metavar="N", help="exercises graded at once (0: one more than the CPU cores)")
     p.add_argument("--perf", action="store_true", default=None,
                    help="also time the exercises that pass against PyTorch (the [performance] checks; off by default)")
     add_config_argument(p)
