@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -127,6 +128,11 @@ def attack_uids(result) -> set[int]:
     """The private uids an attack ran as: attacks print `UID=<n>` (as root each child has its own)."""
     return {int(w[4:]) for e in result.exercises for w in e.output.split()
             if w.startswith("UID=") and w[4:].isdigit()}
+
+
+def sandbox_folders_of(pid: int) -> list[Path]:
+    """The temp folder's own folder of grading process `pid` (grader.sandbox.provision), if it has one."""
+    return list(Path(tempfile.gettempdir()).glob(f"grader-sandbox-{pid}-*"))
 
 
 def processes_of(uids: set[int]) -> list[int]:

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, sandbox_folders_of
 from fixtures.batch.build import make_class
 from grader.frontends.batch.executors import Outcome
 from grader.frontends.batch.workers import Pool, Task
@@ -47,13 +47,21 @@ def config():
 
 
 def test_a_killed_worker_is_replaced_and_its_submission_retried(tasks):
+    """...and no worker leaves its folder in the temp folder behind, neither the killed one nor those
+    that end (multiprocessing ends a forked worker without running atexit)."""
     pool = Pool(2, ["attention.causal_mask"], config())
-    done = []
+    done, folders = [], {}
+
+    def on_done(d):
+        done.append(d)
+        folders.update((w.proc.pid, sandbox_folders_of(w.proc.pid)) for w in pool.workers)
     killed = killer(pool, "slow", 1)
-    pool.run(tasks, done.append)
+    pool.run(tasks, on_done)
     assert len(killed) == 1
     assert sorted(d.task.student for d in done) == ["a", "b", "c", "slow"]
     assert all(d.result_json is not None for d in done), [d.error for d in done]
+    assert any(folders.values()), "no worker had a folder: nothing tested"
+    assert not [f for pid in set(folders) | set(killed) for f in sandbox_folders_of(pid)]
 
 
 def test_a_submission_that_kills_its_worker_twice_is_reported_not_retried_forever(tasks):

@@ -6,14 +6,17 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import subprocess
+import sys
 import zipfile
 
 import pytest
 
-from conftest import SOLUTIONS
+from conftest import ROOT, SOLUTIONS
 from grader.frontends.batch import transfer
 from grader.frontends.batch.transfer import TransferError, pack, relabel, unpacked
 from grader.submission.loader import SubmissionError, load_submission
+from grader.sandbox import provision
 from grader.submission.limits import MAX_FILE
 
 
@@ -100,3 +103,24 @@ def test_too_large_a_submission_is_refused_with_the_fix(tmp_path, monkeypatch):
     (sub / "attention.py").write_text("#" * 2000)
     with pytest.raises(TransferError, match="--shared-fs"):
         pack(str(sub))
+
+
+def test_a_worker_killed_mid_task_leaves_its_copy_for_the_next_grader_to_remove(tmp_path):
+    """unpacked's folder lies in the process's own folder (grader.sandbox.provision): a worker
+    killed with SIGKILL mid-task cannot remove it, and the next grader's sweep does."""
+    sub = tmp_path / "alice"
+    sub.mkdir()
+    (sub / "attention.py").write_text("x = 1\n")
+    code = (f"import sys, time; sys.path.insert(0, {str(ROOT)!r})\n"
+            "from grader.frontends.batch.transfer import pack, unpacked\n"
+            f"with unpacked(pack({str(sub)!r})) as where:\n    print(where, flush=True); time.sleep(120)\n")
+    worker = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        where = worker.stdout.readline().strip()
+        assert os.path.isfile(os.path.join(where, "attention.py"))
+    finally:
+        worker.kill()
+        worker.wait()
+    assert os.path.isdir(where), "the kill removed the copy: nothing tested"
+    provision.remove_stale_workdirs()
+    assert not os.path.exists(where)

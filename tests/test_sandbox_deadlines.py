@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, sandbox_folders_of
 from grader.results import FailureKind
 from grader.sandbox import provision
 
@@ -105,10 +105,6 @@ time.sleep(120)
 """
 
 
-def _folders_of(pid: int) -> list[Path]:
-    return list(Path(tempfile.gettempdir()).glob(f"grader-sandbox-{pid}-*"))
-
-
 def _python(code: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=ROOT)
 
@@ -136,13 +132,13 @@ def test_a_grader_killed_mid_grade_leaves_nothing_for_long(make_submission, grad
         live_workdir = Path(live.stdout.readline().strip())
         zygote = int(killed.stdout.readline())
         deadline = time.monotonic() + 60
-        while not any(f.name == "attention.py" for d in _folders_of(killed.pid) for f in d.glob("grader-*/*")):
+        while not any(f.name == "attention.py" for d in sandbox_folders_of(killed.pid) for f in d.glob("grader-*/*")):
             assert time.monotonic() < deadline and killed.poll() is None, "the grade never started its child"
             time.sleep(0.1)
         time.sleep(0.5)
         killed.send_signal(signal.SIGKILL)
         killed.wait()
-        stale = _folders_of(killed.pid)
+        stale = sandbox_folders_of(killed.pid)
         assert stale and list(stale[0].glob("grader-*/attention.py")), "the kill left no folder: nothing tested"
 
         grade_dir(make_submission(name="next"), "attention.causal_mask", cfg=config)
@@ -151,7 +147,7 @@ def test_a_grader_killed_mid_grade_leaves_nothing_for_long(make_submission, grad
         assert (live_workdir / "attention.py").read_text() == "# a live grader's student"
         assert foreign.is_dir()
     finally:
-        for d in _folders_of(killed.pid):
+        for d in sandbox_folders_of(killed.pid):
             _kill_inside(d)
         for p in (killed, live):
             if p.poll() is None:

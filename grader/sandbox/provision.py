@@ -111,7 +111,8 @@ _roots_lock = threading.Lock()
 
 
 def make_workdir(prefix: str = "grader-") -> str:
-    """A fresh private folder for one child, inside this grading process's own folder."""
+    """A fresh private folder (a child's, a cluster worker's copy of a submission) inside this
+    grading process's own folder: removed with it, at exit or by the next grader after a kill."""
     return tempfile.mkdtemp(prefix=prefix, dir=_own_root())
 
 

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from contextlib import contextmanager
 from typing import Any, Iterator
 
 from grader.frontends.batch.discover import SOURCE_SUFFIXES
+from grader.sandbox.provision import make_workdir
 from grader.submission.limits import MAX_FILE, MAX_FILES
 from grader.submission.notebook import MAX_NOTEBOOK
 
@@ -97,8 +97,10 @@ def _source_bytes(path: str, name: str) -> bytes | None:
 
 @contextmanager
 def unpacked(packed: dict[str, Any]) -> Iterator[str]:
-    """The packed submission written to a private temporary folder; its path, removed afterwards."""
-    root = tempfile.mkdtemp(prefix="grader-transfer-")
+    """The packed submission written to a private temporary folder; its path, removed afterwards.
+    The folder lies in the worker's own (grader.sandbox.provision): a worker killed mid-task leaves
+    it behind, and the next grader on the machine removes it with the rest of that worker's."""
+    root = make_workdir(prefix="grader-transfer-")
     try:
         os.mkdir(os.path.join(root, "s"), 0o700)
         where = os.path.join(root, "s", _safe(packed["name"]))

@@ -32,6 +32,7 @@ from grader import api
 from grader.config import Config
 from grader.frontends.batch.executors import (RETRIES_AFTER_LOST_WORKER, BatchError, Done, Outcome, Task,
                                               grade_one, grading_config)
+from grader.sandbox.provision import remove_stale_workdirs
 
 __all__ = ["BatchError", "Done", "Pool", "Task", "warm_up", "worker_main"]
 
@@ -170,6 +171,9 @@ class Pool:
             for w in workers:
                 w.stop()
             self.workers = []
+            # The workers' own folders: a forked worker ends without running atexit (os._exit in
+            # multiprocessing), a stopped one is killed, and neither removes its own.
+            remove_stale_workdirs()
 
     def _receive(self, w: _Worker, ready, on_done, start_failures: list[str]) -> tuple[str, bool] | None:
         """Handle what `w` sent. Returns (why it must be replaced, whether its submission deserves
