@@ -49,13 +49,15 @@ BUGGY_SDPA = {"attention.causal_mask": 1.0, "attention.scaled_dot_product_attent
 
 def _env(tmp: Path) -> dict[str, str]:
     """nbgrader and its kernels from this venv (nbgrader runs `alembic` from PATH), the grader from
-    this checkout, and Jupyter's user folders in the test's own directory."""
+    this checkout, and Jupyter's user folders and the temp folder in the test's own directory
+    (nbgrader leaves temporary folders behind: its alembic.ini's, each kernel's IPython folder)."""
     env = {k: v for k, v in os.environ.items() if k != "GRADER_SECRET_SEED"}
     env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")])
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     for var, sub in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_DATA_DIR", "data"),
-                     ("JUPYTER_RUNTIME_DIR", "runtime"), ("IPYTHONDIR", "ipython")):
+                     ("JUPYTER_RUNTIME_DIR", "runtime"), ("IPYTHONDIR", "ipython"), ("TMPDIR", "tmp")):
         env[var] = str(tmp / "jupyter" / sub)
+    os.makedirs(env["TMPDIR"], exist_ok=True)
     return env
 
 
