@@ -153,15 +153,16 @@ def main() -> int:
     show("sandbox zygote start (torch imported once)", zygote, ("torch import", torch_import))
 
     print("\n2. grader check of solutions/ (a process of its own, JSON report)")
-    out = os.path.join(tempfile.mkdtemp(prefix="grader-cost-"), "results.json")
-    check = ["-m", "grader", "check", "--submission", "solutions", "--format", "json", "--output", out]
-    full = median_over(trees, r, lambda t: timed(t, *check))
-    show("grader check (every exercise)", full, ("torch import", torch_import))
-    chapter = median_over(trees, r, lambda t: timed(t, *check, "attention"))
-    show("grader check attention (4 exercises)", chapter, ("torch import", torch_import))
-    if args.perf:
-        with_perf = median_over(trees, 1, lambda t: timed(t, *check, "--perf"))
-        show("grader check --perf", with_perf, ("check without", full))
+    with tempfile.TemporaryDirectory(prefix="grader-cost-") as folder:
+        check = ["-m", "grader", "check", "--submission", "solutions", "--format", "json",
+                 "--output", os.path.join(folder, "results.json")]
+        full = median_over(trees, r, lambda t: timed(t, *check))
+        show("grader check (every exercise)", full, ("torch import", torch_import))
+        chapter = median_over(trees, r, lambda t: timed(t, *check, "attention"))
+        show("grader check attention (4 exercises)", chapter, ("torch import", torch_import))
+        if args.perf:
+            with_perf = median_over(trees, 1, lambda t: timed(t, *check, "--perf"))
+            show("grader check --perf", with_perf, ("check without", full))
 
     print("\n3. per-exercise overhead (warm sandbox)")
     rows = {t: printed(t, PER_EXERCISE % max(r, 5)) for t in trees}

@@ -243,17 +243,17 @@ def _bare(exercise: str, repeat: int) -> dict[str, float]:
     fork_torch = float(subprocess.run([sys.executable, "-I", "-c", "import torch\n" + fork_code],
                                       capture_output=True, text=True).stdout)
     source = open(os.path.join(ROOT, "solutions", f"{spec.module}.py"), encoding="utf-8").read()
-    folder = tempfile.mkdtemp(prefix="breakdown-")
-    path = os.path.join(folder, f"{spec.module}.py")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(source)
     times, sys.dont_write_bytecode = [], True
-    for i in range(repeat):
-        t0 = time.monotonic()
-        loader = importlib.util.spec_from_file_location(f"bare_{spec.module}_{i}", path)
-        module = importlib.util.module_from_spec(loader)
-        loader.loader.exec_module(module)
-        times.append(time.monotonic() - t0)
+    with tempfile.TemporaryDirectory(prefix="breakdown-") as folder:
+        path = os.path.join(folder, f"{spec.module}.py")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(source)
+        for i in range(repeat):
+            t0 = time.monotonic()
+            loader = importlib.util.spec_from_file_location(f"bare_{spec.module}_{i}", path)
+            module = importlib.util.module_from_spec(loader)
+            loader.loader.exec_module(module)
+            times.append(time.monotonic() - t0)
     fn = getattr(module, spec.function)
     refs = references(spec, cases)
 
