@@ -288,10 +288,20 @@ def test_a_worker_killed_and_one_retiring_mid_batch_lose_nobody_and_record_every
     got = rows(out)
     assert sorted(got) == sorted(students) and sorted(summary.graded) == sorted(students)
     assert events(out) == {s: 1 for s in students}, "a student was recorded twice"
-    assert all(got[s][0] == "graded" for s in students) and not summary.crashed
+    assert all(got[s][0] == "graded" for s in students) and not summary.crashed, \
+        departures(lc, summary.crashed or list(students))
     full = {s: got[s][1] == got[s][2]["max_score"] for s in students}
     assert full == {f"s{i}": bool(i % 2) for i in range(8)}, "the correct ones full marks, the buggy ones not"
     client.wait_for_workers(2, timeout=60)
+
+
+def departures(lc, students: list[str]) -> str:
+    """What the scheduler recorded of workers leaving (whether it expected it, what they were
+    running) and of these students' tasks' transitions: why a task counted a worker's death."""
+    removals = [e for _, e in lc.scheduler.get_events("all")
+                if isinstance(e, dict) and e.get("action") == "remove-worker"]
+    story = [t for t in lc.scheduler.transition_log if str(t[0]).startswith(tuple(f"grade-{s}-" for s in students))]
+    return "\n".join(["workers removed:", *map(repr, removals), "transitions:", *map(repr, story)])
 
 
 @pytest.mark.slow
