@@ -15,8 +15,8 @@ import pytest
 from conftest import ROOT, SOLUTIONS
 from grader.frontends.batch import transfer
 from grader.frontends.batch.transfer import TransferError, pack, relabel, unpacked
-from grader.submission.loader import SubmissionError, load_submission
 from grader.sandbox import provision
+from grader.submission.loader import SubmissionError, load_submission
 from grader.submission.limits import MAX_FILE
 
 
