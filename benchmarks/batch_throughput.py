@@ -1,7 +1,7 @@
 """Batch grading throughput: `grader batch` on a generated class, and nbgrader's autograde beside it.
 
     .venv/bin/python benchmarks/batch_throughput.py [--modules attention|all] [--n 200] [--jobs N]
-                                                    [--nbgrader-n N] [--no-nbgrader] [--keep DIR]
+                                                    [--nbgrader-n N] [--no-nbgrader] [--floor-runs N] [--keep DIR]
 
 `--modules attention` (the default) benchmarks the attention chapter alone; `--modules all` the full
 curriculum, every module of the catalog (`grader list`) in every submission:
@@ -42,7 +42,15 @@ curriculum, every module of the catalog (`grader list`) in every submission:
      all count as overhead;
    - where the wall time went, from the gradebook's graded_at (whole seconds): until the first
      result, until the last, and after the last until grader batch's output closed (its workers'
-     exit included), with a worker's mean time per submission.
+     exit included), with a worker's mean time per submission;
+   - full curriculum: the isolation floor, what a submission costs when every one of its exercises
+     is as cheap as the cheapest (attention.causal_mask's worked solution, once for each exercise
+     of the curriculum: one confined child each, the submission copied into each child's folder,
+     the module imported, the cases called, compared, the child torn down), graded by the engine in
+     this process as a worker grades (a warm sandbox, two exercises at once), in machine-wide CPU
+     (/proc/stat: the grading parent, the zygote, the children, the keeper, the kernel's threads),
+     the mean of --floor-runs; and the overhead beyond it. No full-curriculum submission costs less
+     than the floor, however little its own compute: it is what one fresh child per exercise costs.
 3. When nbgrader is importable: the same submissions as nbgrader notebooks, one per module, of
    one assignment as `grader notebooks` writes it (`attention`, or `curriculum` for the full
    curriculum: its source notebooks have locked test cells that grade in the kernel), released by
@@ -72,6 +80,7 @@ from __future__ import annotations
 import argparse
 import ast
 import builtins
+import gc
 import importlib
 import importlib.util
 import json
@@ -342,6 +351,53 @@ def _load(ref: str):
     return getattr(importlib.import_module(module), name)
 
 
+# -- the isolation floor ---------------------------------------------------------------------------
+FLOOR_EXERCISE = "attention.causal_mask"    # 4 small cases: a grade that is all sandbox, no compute
+
+
+def _busy_core_seconds() -> float:
+    """CPU time every process of the machine has used since boot (user, nice, system, irq, softirq),
+    in seconds: what a grade costs its parent, the zygote, the child, the keeper and the kernel."""
+    with open("/proc/stat") as f:
+        fields = f.readline().split()
+    user, nice, system, _idle, _iowait, irq, softirq = map(int, fields[1:8])
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
+def isolation_floor(runs: int) -> tuple[float, int]:
+    """(core-seconds a submission, exercises in it): the least a full-curriculum submission costs with
+    one confined child per exercise, whatever the students wrote. A submission is graded as a batch
+    worker grades it (a warm sandbox, the engine, two exercises at once), but each of its exercises
+    is FLOOR_EXERCISE, the cheapest, with its worked solution: the submission is read once, each
+    exercise gets its own child (the whole submission copied into its folder, every confinement
+    layer, the module imported, the cases called), is compared and judged, and its child torn
+    down. Machine-wide CPU (parent, zygote, children, keeper, kernel) over `runs` such submissions,
+    one after another, after one unmeasured."""
+    from grader import api, threads
+    from grader.catalog import catalog
+    from grader.frontends.batch.executors import grading_config
+    from grader.frontends.batch.run import Options
+    from grader.frontends.batch.workers import TORCH_THREADS
+    from grader.pipeline import engine
+
+    threads.configure(TORCH_THREADS)
+    config = grading_config(api.load(str(ROOT / "autograde.toml")), Options.exercise_jobs)
+    specs = catalog()
+    trivial = [specs[FLOOR_EXERCISE]] * len(specs)
+    settle()
+    with api.sandbox(config) as sandbox:
+        engine.grade(str(ROOT / "solutions"), trivial, config, sandbox=sandbox)
+        gc.freeze()     # as a worker does (grader.frontends.batch.workers): no full collection walks torch
+        start = _busy_core_seconds()
+        for _ in range(runs):
+            result = engine.grade(str(ROOT / "solutions"), trivial, config, sandbox=sandbox)
+        spent = _busy_core_seconds() - start
+    if result.score != result.max_score:
+        sys.exit(f"the isolation floor's exercise did not pass: {FLOOR_EXERCISE} scored {result.score} "
+                 f"of {result.max_score}")
+    return spent / runs, len(trivial)
+
+
 # -- grader batch -----------------------------------------------------------------------------------
 def run_batch(subs: Path, out: Path, jobs: int, names=(MODULE,), extra=()) -> float:
     cmd = [sys.executable, "-m", "grader", "batch", str(subs), "--out", str(out), *names, "--jobs", str(jobs), *extra]
@@ -552,6 +608,9 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)), help="workers (default: cores)")
     ap.add_argument("--nbgrader-n", type=int, default=None, help="submissions graded by nbgrader (default: all)")
     ap.add_argument("--no-nbgrader", action="store_true", help="skip the nbgrader comparison")
+    ap.add_argument("--floor-runs", type=int, default=3,
+                    help="submissions of the cheapest exercise that measure the isolation floor (full curriculum; "
+                         "default 3)")
     ap.add_argument("--keep", metavar="DIR", help="work here and keep it (default: a temporary folder)")
     args = ap.parse_args()
     full = args.modules == "all"
@@ -587,6 +646,11 @@ def main() -> None:
     print(f"  per submission: {wall * cores / args.n:.3f} core-s on {cores} cores, of which the student's own compute "
           f"{own / args.n:.3f} s; overhead {overhead:.3f} s (target <= {target:g} s)")
     print(f"  wall: {phases(out)}")
+    if full:
+        floor, count = isolation_floor(args.floor_runs)
+        print(f"  isolation floor: a submission of {count} exercises each as cheap as {FLOOR_EXERCISE} costs "
+              f"{floor:.3f} core-s ({floor / count * 1000:.1f} core-ms an exercise; machine-wide CPU, the mean of "
+              f"{args.floor_runs}); overhead beyond it {overhead - floor:.3f} s")
     print(f"  load average after: {os.getloadavg()[0]:.2f}")
 
     if args.no_nbgrader:
