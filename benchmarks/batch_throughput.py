@@ -613,11 +613,19 @@ def main() -> None:
                          "default 3)")
     ap.add_argument("--keep", metavar="DIR", help="work here and keep it (default: a temporary folder)")
     args = ap.parse_args()
+    work = Path(args.keep or tempfile.mkdtemp(prefix="batch-bench-"))
+    try:
+        benchmark(args, work)
+    finally:            # however it ends (--no-nbgrader, no nbgrader, an error): no class left in the temp folder
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def benchmark(args: argparse.Namespace, work: Path) -> None:
     full = args.modules == "all"
     modules = course_modules() if full else [MODULE]
     names = () if full else (MODULE,)                 # grader batch grades every exercise when none is named
     assignment = FULL_ASSIGNMENT if full else MODULE
-    work = Path(args.keep or tempfile.mkdtemp(prefix="batch-bench-"))
     subs, out = work / "submissions", work / "out"
     for old in (subs, out, work / "out-notebooks", work / "nbgrader"):
         shutil.rmtree(old, ignore_errors=True)
@@ -686,8 +694,6 @@ def main() -> None:
           f" s = {nb_over / same_over:.1f}x")
     _agreement(out, work / "out-notebooks", students, kinds, nbgrader_scores(copies, assignment))
     print(f"  load average after: {os.getloadavg()[0]:.2f}")
-    if not args.keep:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def _agreement(py_out: Path, nb_out: Path, students: list[str], kinds: dict[str, str], nb: dict[str, float]) -> None:
