@@ -4,9 +4,11 @@ import csv
 import json
 import os
 import re
+import shutil
 import signal
 import sqlite3
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -106,10 +108,20 @@ def test_unreadable_submissions_are_graded_as_such(tmp_path, env):
     assert "not a readable zip archive" in feedback
 
 
-def test_kill_9_mid_batch_then_resume_grades_everyone_exactly_once(tmp_path, env):
+@pytest.fixture
+def short_tmp():
+    """A temp folder of the batch's own, short enough (in the system temp folder, not under pytest's
+    tmp_path) that multiprocessing's socket folder can lie inside the grader's own folder."""
+    folder = tempfile.mkdtemp(prefix="gb-")
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_kill_9_mid_batch_then_resume_grades_everyone_exactly_once(tmp_path, env, short_tmp):
     students = {f"s{i:02d}": ("correct" if i % 3 else {"causal_mask": "inverted"}) for i in range(14)}
     subs = make_class(tmp_path / "subs", students)
     out = tmp_path / "out"
+    env = {**env, "TMPDIR": short_tmp}
     cmd = batch_command(subs, out, *FAST, jobs=2)
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
@@ -142,6 +154,9 @@ def test_kill_9_mid_batch_then_resume_grades_everyone_exactly_once(tmp_path, env
     assert len(csv_rows(out)) == len(students)
     assert all((out / "students" / s / "feedback.html").is_file() for s in students)
     assert not list(out.rglob(".tmp-*"))
+    # The killed batch's folders (its workers' copies of the students' code, its forkserver's socket
+    # folder, kept inside its own) were swept by the second run, which removed its own at exit.
+    assert sorted(os.listdir(short_tmp)) == [], "the killed or the finished batch left folders behind"
 
 
 def test_rerun_skips_unchanged_regrades_changed_and_force_regrades_all(tmp_path, env):

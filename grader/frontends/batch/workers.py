@@ -32,7 +32,7 @@ from grader import api
 from grader.config import Config
 from grader.frontends.batch.executors import (RETRIES_AFTER_LOST_WORKER, BatchError, Done, Outcome, Task,
                                               grade_one, grading_config)
-from grader.sandbox.provision import remove_stale_workdirs
+from grader.sandbox.provision import make_workdir, remove_stale_workdirs
 
 __all__ = ["BatchError", "Done", "Pool", "Task", "warm_up", "worker_main"]
 
@@ -82,7 +82,30 @@ def _context():
     ctx = multiprocessing.get_context("forkserver")
     # The forkserver imports the engine (torch) once; every worker is forked from it warm.
     ctx.set_forkserver_preload(["grader.frontends.batch.workers", "grader.pipeline.engine", "grader.catalog"])
+    _own_temp_dir()
     return ctx
+
+
+# Longest folder path that leaves room for the forkserver's socket name ("/listener-xxxxxxxx") within
+# the 108 bytes a Unix socket's address may have.
+_SOCKET_FOLDER_MAX = 80
+
+
+def _own_temp_dir() -> None:
+    """multiprocessing's folder for this process (the forkserver's listening socket lies in it) made
+    inside this grading process's own folder (grader.sandbox.provision.make_workdir): by default it is
+    a pymp-* folder in the temp folder that only an orderly exit removes, so every `grader batch`
+    killed (kill -9, a job's walltime) left one behind; inside ours, the next grader's sweep removes
+    it. multiprocessing.util.get_temp_dir reads it from the process's _config (no public setter); a
+    folder already chosen, or a path too long for a socket's address, is left as it is."""
+    config = multiprocessing.current_process()._config
+    if config.get("tempdir") is not None:
+        return
+    folder = make_workdir(prefix="pymp-")
+    if len(folder) > _SOCKET_FOLDER_MAX:
+        os.rmdir(folder)
+        return
+    config["tempdir"] = folder
 
 
 def warm_up() -> None:
