@@ -130,6 +130,16 @@ def attack_uids(result) -> set[int]:
             if w.startswith("UID=") and w[4:].isdigit()}
 
 
+@pytest.fixture
+def short_tmp():
+    """A temp folder for a grader's processes (their TMPDIR), in the system temp folder rather than
+    under pytest's deep tmp_path: short enough that multiprocessing's socket folder can lie inside a
+    grader's own folder (grader.frontends.batch.workers). Removed after the test."""
+    folder = tempfile.mkdtemp(prefix="gb-")
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 def sandbox_folders_of(pid: int) -> list[Path]:
     """The temp folder's own folder of grading process `pid` (grader.sandbox.provision), if it has one."""
     return list(Path(tempfile.gettempdir()).glob(f"grader-sandbox-{pid}-*"))

@@ -4,11 +4,9 @@ import csv
 import json
 import os
 import re
-import shutil
 import signal
 import sqlite3
 import subprocess
-import tempfile
 import time
 
 import pytest
@@ -106,15 +104,6 @@ def test_unreadable_submissions_are_graded_as_such(tmp_path, env):
     assert other["status"] == "error" and "your submission has no attention.py" in other["message"]
     feedback = (tmp_path / "out" / "students" / "broken" / "feedback.md").read_text()
     assert "not a readable zip archive" in feedback
-
-
-@pytest.fixture
-def short_tmp():
-    """A temp folder of the batch's own, short enough (in the system temp folder, not under pytest's
-    tmp_path) that multiprocessing's socket folder can lie inside the grader's own folder."""
-    folder = tempfile.mkdtemp(prefix="gb-")
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_kill_9_mid_batch_then_resume_grades_everyone_exactly_once(tmp_path, env, short_tmp):

@@ -4,6 +4,8 @@ records it as crashed), and the rest of the class is graded regardless. A worker
 deadline is a grader error, not retried."""
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import replace
@@ -88,3 +90,30 @@ def test_a_stuck_worker_is_stopped_at_the_deadline_and_not_retried(tasks):
     assert "grading took longer than 3 s" in by["slow"].error
     assert all(by[s].result_json is not None for s in "abc")
     assert time.monotonic() - start < 30, "the stuck submission was waited for, not stopped"
+
+
+MULTIPROCESSING_FOLDER = """
+import multiprocessing, os, shutil, tempfile
+from grader.frontends.batch import workers
+workers._context()
+first = multiprocessing.current_process()._config["tempdir"]
+workers._context()
+again = multiprocessing.current_process()._config["tempdir"]
+shutil.rmtree(os.path.dirname(first))           # the grader's own folder swept away under it
+workers._context()
+print(tempfile.gettempdir(), first, again, multiprocessing.current_process()._config["tempdir"])
+"""
+
+
+def test_multiprocessing_keeps_its_socket_folder_inside_the_graders_own(short_tmp):
+    env = {**os.environ, "TMPDIR": short_tmp, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-c", MULTIPROCESSING_FOLDER], env=env, capture_output=True, text=True,
+                          cwd=short_tmp)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    tmp, first, again, replaced = proc.stdout.split()
+    own = os.path.basename(os.path.dirname(first))
+    assert os.path.dirname(os.path.dirname(first)) == tmp and own.startswith("grader-sandbox-")
+    assert os.path.basename(first).startswith("pymp-")
+    assert again == first, "a second pool of the same process keeps the folder"
+    assert replaced != first and os.path.basename(replaced).startswith("pymp-"), "a removed folder is replaced"
+    assert os.listdir(short_tmp) == [], "the process's exit removes its own folder"

@@ -97,9 +97,11 @@ def _own_temp_dir() -> None:
     a pymp-* folder in the temp folder that only an orderly exit removes, so every `grader batch`
     killed (kill -9, a job's walltime) left one behind; inside ours, the next grader's sweep removes
     it. multiprocessing.util.get_temp_dir reads it from the process's _config (no public setter); a
-    folder already chosen, or a path too long for a socket's address, is left as it is."""
+    folder already chosen that still exists, or a path too long for a socket's address, is left as it
+    is (one removed meanwhile, by a sweep of the temp folder say, is replaced: a forkserver started
+    again would have nowhere to put its socket)."""
     config = multiprocessing.current_process()._config
-    if config.get("tempdir") is not None:
+    if config.get("tempdir") is not None and os.path.isdir(config["tempdir"]):
         return
     folder = make_workdir(prefix="pymp-")
     if len(folder) > _SOCKET_FOLDER_MAX:
