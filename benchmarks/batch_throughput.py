@@ -613,6 +613,8 @@ def main() -> None:
                          "default 3)")
     ap.add_argument("--keep", metavar="DIR", help="work here and keep it (default: a temporary folder)")
     args = ap.parse_args()
+    if args.floor_runs < 1:
+        ap.error(f"--floor-runs {args.floor_runs}: the floor is the mean of one submission or more; give 1 or more")
     work = Path(args.keep or tempfile.mkdtemp(prefix="batch-bench-"))
     try:
         benchmark(args, work)
