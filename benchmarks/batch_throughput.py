@@ -101,6 +101,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
 import scenarios  # noqa: E402  (the test suite's submission builders)
+from arguments import at_least  # noqa: E402
 from grader_cost import settle  # noqa: E402  (no earlier grader's counters still being closed)
 from conftest import FIXTURES, mistake_source, replace_function  # noqa: E402
 
@@ -604,17 +605,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--modules", choices=("attention", "all"), default="attention",
                     help="attention: the attention chapter alone (default); all: every module of the curriculum")
-    ap.add_argument("--n", type=int, default=200, help="submissions in the class (default 200)")
-    ap.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)), help="workers (default: cores)")
-    ap.add_argument("--nbgrader-n", type=int, default=None, help="submissions graded by nbgrader (default: all)")
+    ap.add_argument("--n", type=at_least(1), default=200, help="submissions in the class (default 200)")
+    ap.add_argument("--jobs", type=at_least(1), default=len(os.sched_getaffinity(0)), help="workers (default: cores)")
+    ap.add_argument("--nbgrader-n", type=at_least(1), default=None,
+                    help="submissions graded by nbgrader (default: all)")
     ap.add_argument("--no-nbgrader", action="store_true", help="skip the nbgrader comparison")
-    ap.add_argument("--floor-runs", type=int, default=3,
+    ap.add_argument("--floor-runs", type=at_least(1), default=3,
                     help="submissions of the cheapest exercise that measure the isolation floor (full curriculum; "
                          "default 3)")
     ap.add_argument("--keep", metavar="DIR", help="work here and keep it (default: a temporary folder)")
     args = ap.parse_args()
-    if args.floor_runs < 1:
-        ap.error(f"--floor-runs {args.floor_runs}: the floor is the mean of one submission or more; give 1 or more")
     work = Path(args.keep or tempfile.mkdtemp(prefix="batch-bench-"))
     try:
         benchmark(args, work)

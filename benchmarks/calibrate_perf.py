@@ -18,6 +18,8 @@ import sys
 import tempfile
 import time
 
+from arguments import at_least, seconds
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
@@ -141,8 +143,8 @@ def submission(exercise: str, variant: str | None) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("exercises", nargs="*", help="exercise ids (default: every spec whose chapter exists)")
-    parser.add_argument("--repeat", type=int, default=3, help="grading runs per variant (default 3)")
-    parser.add_argument("--budget", type=float, default=3.0, help="seconds of measurement per check (default 3)")
+    parser.add_argument("--repeat", type=at_least(1), default=3, help="grading runs per variant (default 3)")
+    parser.add_argument("--budget", type=seconds, default=3.0, help="seconds of measurement per check (default 3)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     args = parser.parse_args()
     import torch
@@ -158,6 +160,10 @@ def main() -> int:
     from grader.timing.specs import REGISTRY
 
     specs = catalog()
+    unknown = [e for e in args.exercises if e not in specs or e not in REGISTRY]
+    if unknown:
+        parser.error(f"{', '.join(unknown)}: not an exercise with a performance check; those with one: "
+                     f"{', '.join(e for e in REGISTRY if e in specs)}")
     chosen = [e for e in (args.exercises or REGISTRY) if e in specs]
     config = with_overrides(load_config(os.path.join(ROOT, "autograde.toml"), env={}), enabled=True,
                             device=args.device, budget_s=args.budget)

@@ -26,6 +26,8 @@ import subprocess
 import sys
 import time
 
+from arguments import at_least, checkout, whole_numbers
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXERCISE = "transformer.transformer_forward"
 
@@ -111,23 +113,27 @@ def _show(results: list[dict], seeds: list[int]) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", default="1,2,3,4,5,6,7,8")
-    parser.add_argument("--graded", type=int, default=3, help="times the capstone case is graded through the sandbox")
-    parser.add_argument("--tree", default=ROOT)
-    parser.add_argument("--against", metavar="TREE")
+    parser.add_argument("--seeds", type=whole_numbers, default="1,2,3,4,5,6,7,8",
+                        help="the capstone task's seeds, comma-separated")
+    parser.add_argument("--graded", type=at_least(1), default=3,
+                        help="times the capstone case is graded through the sandbox")
+    parser.add_argument("--tree", type=checkout, default=ROOT)
+    parser.add_argument("--against", metavar="TREE", type=checkout)
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    seeds = [int(s) for s in args.seeds.split(",")]
+    seeds = args.seeds
     if not args.against:
-        result = measure(os.path.abspath(args.tree), seeds, args.graded)
+        result = measure(args.tree, seeds, args.graded)
         print(json.dumps(result) if args.json else "", end="\n" if args.json else "")
         if not args.json:
             _show([result], seeds)
         return 0
     results = []
-    for tree in (os.path.abspath(args.tree), os.path.abspath(args.against)):
-        p = subprocess.run([sys.executable, __file__, "--json", "--tree", tree, "--seeds", args.seeds,
-                            "--graded", str(args.graded)], capture_output=True, text=True, check=True)
+    for tree in (args.tree, args.against):
+        p = subprocess.run([sys.executable, __file__, "--json", "--tree", tree, "--seeds", ",".join(map(str, seeds)),
+                            "--graded", str(args.graded)], capture_output=True, text=True)
+        if p.returncode:
+            sys.exit(f"measuring {tree} failed:\n{p.stderr.strip()[-2000:]}")
         results.append(json.loads(p.stdout.splitlines()[-1]))
     _show(results, seeds)
     return 0

@@ -30,6 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from arguments import at_least
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -92,10 +94,10 @@ def dask_overhead(sample: Path, result_json: str, n: int) -> tuple[float, float,
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--count", type=int, default=60, help="submissions (default 60)")
-    ap.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)), help="local pool workers")
+    ap.add_argument("--count", type=at_least(1), default=60, help="submissions (default 60)")
+    ap.add_argument("--jobs", type=at_least(1), default=len(os.sched_getaffinity(0)), help="local pool workers")
     ap.add_argument("--names", nargs="*", default=[], help="exercises or modules (default: the whole curriculum)")
-    ap.add_argument("--tasks", type=int, default=100, help="trivial tasks for the overhead figure")
+    ap.add_argument("--tasks", type=at_least(1), default=100, help="trivial tasks for the overhead figure")
     ap.add_argument("--keep", metavar="DIR", help="work here and keep it (default: a temporary folder)")
     args = ap.parse_args()
     work = Path(args.keep or tempfile.mkdtemp(prefix="cluster-bench-"))

@@ -21,6 +21,8 @@ import os
 import statistics
 import sys
 
+from arguments import at_least, seconds
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
@@ -92,8 +94,8 @@ def overhead(fn, args, reps: int, device: str) -> tuple[float, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
-    parser.add_argument("--repeats", type=int, default=5, help="runs of each measurement (default 5)")
-    parser.add_argument("--budget", type=float, default=2.0, help="seconds per measurement (default 2)")
+    parser.add_argument("--repeats", type=at_least(1), default=5, help="runs of each measurement (default 5)")
+    parser.add_argument("--budget", type=seconds, default=2.0, help="seconds per measurement (default 2)")
     args = parser.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
         print("skipped: needs CUDA (torch.cuda.is_available() is False on this machine); "

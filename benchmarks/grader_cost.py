@@ -27,6 +27,8 @@ import sys
 import tempfile
 import time
 
+from arguments import at_least, checkout
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PY = sys.executable
 
@@ -129,10 +131,11 @@ def median_over(trees: list[str], repeat: int, measure) -> list[float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--perf", action="store_true", help="also time a full check with performance checks on")
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--against", metavar="TREE", help="another checkout, measured alternately beside this one")
+    parser.add_argument("--repeat", type=at_least(1), default=3)
+    parser.add_argument("--against", metavar="TREE", type=checkout,
+                        help="another checkout, measured alternately beside this one")
     args = parser.parse_args()
-    trees = [ROOT] + ([os.path.abspath(args.against)] if args.against else [])
+    trees = [ROOT] + ([args.against] if args.against else [])
     names = "  ".join(f"{os.path.basename(t.rstrip('/')):>17}" for t in trees)
     print(f"grader cost on {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, median of {args.repeat}"
           f"\n  {'':<44} {names}\n")

@@ -21,6 +21,8 @@ import os
 import subprocess
 import sys
 
+from arguments import at_least, checkout, seconds
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
@@ -82,11 +84,12 @@ def summary(results: list[dict]) -> dict[str, str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--checks", type=int, default=20)
-    parser.add_argument("--budget", type=float, default=1.0)
-    parser.add_argument("--against", default="")
+    parser.add_argument("--checks", type=at_least(1), default=20)
+    parser.add_argument("--budget", type=seconds, default=1.0)
+    parser.add_argument("--against", metavar="TREE", type=checkout,
+                        help="another checkout, measured alternately beside this one")
     args = parser.parse_args()
-    trees = [ROOT] + ([os.path.abspath(args.against)] if args.against else [])
+    trees = [ROOT] + ([args.against] if args.against else [])
     load = os.getloadavg()[0]
     results = {tree: [] for tree in trees}
     half = max(1, args.checks // 2)

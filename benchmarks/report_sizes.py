@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 import scenarios  # noqa: E402
+from arguments import at_least  # noqa: E402
 from conftest import SOLUTIONS, mistake_source, replace_function  # noqa: E402
 
 from grader import api  # noqa: E402
@@ -37,6 +38,7 @@ KINDS = {
     "five_mistakes": {"attention.causal_mask": "inverted", "activations.sigmoid": "precedence",
                       "lstm.lstm_cell": "swap_i_f", "mlp.linear_forward": "no_bias", "cnn.conv2d": "flipped"},
 }
+EXTRA_KINDS = ("syntax_error", "stubs", "empty")     # made in main(), each its own way
 
 
 def copy_with(dest: Path, changes: dict[str, str]) -> Path:
@@ -52,7 +54,8 @@ def copy_with(dest: Path, changes: dict[str, str]) -> Path:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=60, help="students in the class")
+    kinds = len(KINDS) + len(EXTRA_KINDS)        # one student of each kind at least: each one's sizes are shown
+    parser.add_argument("--n", type=at_least(kinds), default=60, help=f"students in the class ({kinds} or more)")
     parser.add_argument("--keep", help="write the out folder here (default: a temporary folder, removed)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="report-sizes-"))

@@ -226,6 +226,7 @@ def _install_parent(runs: list[list]) -> None:
 def _bare(exercise: str, repeat: int) -> dict[str, float]:
     """The same steps without the sandbox, in seconds (medians)."""
     import importlib.util
+    import shutil
     import statistics
     import subprocess
     import tempfile
@@ -242,18 +243,29 @@ def _bare(exercise: str, repeat: int) -> dict[str, float]:
     fork_bare = float(subprocess.run([sys.executable, "-I", "-c", fork_code], capture_output=True, text=True).stdout)
     fork_torch = float(subprocess.run([sys.executable, "-I", "-c", "import torch\n" + fork_code],
                                       capture_output=True, text=True).stdout)
-    source = open(os.path.join(ROOT, "solutions", f"{spec.module}.py"), encoding="utf-8").read()
     times, sys.dont_write_bytecode = [], True
+    # the whole submission, as the child has it: a module may import another (transformer imports
+    # attention), imported afresh with it each time, as in each child
+    path_before = list(sys.path)
     with tempfile.TemporaryDirectory(prefix="breakdown-") as folder:
+        solutions = os.path.join(ROOT, "solutions")
+        for name in os.listdir(solutions):
+            if name.endswith(".py"):
+                shutil.copyfile(os.path.join(solutions, name), os.path.join(folder, name))
         path = os.path.join(folder, f"{spec.module}.py")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(source)
-        for i in range(repeat):
-            t0 = time.monotonic()
-            loader = importlib.util.spec_from_file_location(f"bare_{spec.module}_{i}", path)
-            module = importlib.util.module_from_spec(loader)
-            loader.loader.exec_module(module)
-            times.append(time.monotonic() - t0)
+        sys.path.insert(0, folder)
+        try:
+            for i in range(repeat):
+                t0 = time.monotonic()
+                loader = importlib.util.spec_from_file_location(f"bare_{spec.module}_{i}", path)
+                module = importlib.util.module_from_spec(loader)
+                loader.loader.exec_module(module)
+                times.append(time.monotonic() - t0)
+                for name, loaded in list(sys.modules.items()):
+                    if (getattr(loaded, "__file__", None) or "").startswith(folder):
+                        del sys.modules[name]
+        finally:
+            sys.path[:] = path_before
     fn = getattr(module, spec.function)
     refs = references(spec, cases)
 
@@ -324,6 +336,9 @@ def measure(tree: str, exercise: str, runs: int) -> dict:
     from grader.sandbox.runner import Sandbox
 
     config = load_config(os.path.join(tree, "autograde.toml"), env={})
+    if exercise not in catalog():
+        sys.exit(f"--exercise {exercise}: no such exercise in {tree}; `grader list` shows every id "
+                 f"(attention.causal_mask is the trivial one)")
     spec = catalog()[exercise]
     load, totals = os.getloadavg()[0], []
     with Sandbox(limits_from(config)) as sandbox:
@@ -336,7 +351,10 @@ def measure(tree: str, exercise: str, runs: int) -> dict:
             result = grade(os.path.join(tree, "solutions"), [spec], config, sandbox=sandbox)
             totals.append(time.monotonic() - t0)
             spans_of[-1].extend(_spans)
-            assert result.exercises[0].points == result.exercises[0].max_points, result.exercises[0].message
+            graded = result.exercises[0]
+            if graded.points != graded.max_points:
+                sys.exit(f"{exercise}'s worked solution in {tree} did not pass ({graded.points:g} of "
+                         f"{graded.max_points:g}): {graded.message}")
     sums, counts = [], []
     for spans in spans_of[1:]:
         sums.append({})
@@ -391,28 +409,32 @@ def main() -> int:
     import json
     import subprocess
 
+    from arguments import at_least, checkout
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--exercise", default="attention.causal_mask")
-    parser.add_argument("--tree", default=ROOT, help="the checkout to measure (default: this one)")
-    parser.add_argument("--against", metavar="TREE", help="another checkout (a `git worktree` of an older "
-                        "commit): both are measured, in alternating rounds, and shown side by side")
-    parser.add_argument("--rounds", type=int, default=3, help="with --against: rounds of --runs grades each")
+    parser.add_argument("--runs", type=at_least(1), default=10)
+    parser.add_argument("--exercise", default="attention.causal_mask", help="an exercise id (`grader list`)")
+    parser.add_argument("--tree", type=checkout, default=ROOT, help="the checkout to measure (default: this one)")
+    parser.add_argument("--against", metavar="TREE", type=checkout, help="another checkout (a `git worktree` of an "
+                        "older commit): both are measured, in alternating rounds, and shown side by side")
+    parser.add_argument("--rounds", type=at_least(1), default=3, help="with --against: rounds of --runs grades each")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if not args.against:
-        result = measure(os.path.abspath(args.tree), args.exercise, args.runs)
+        result = measure(args.tree, args.exercise, args.runs)
         if args.json:
             print(json.dumps(result))
         else:
             _table([result], args.exercise)
         return 0
-    trees = [os.path.abspath(args.tree), os.path.abspath(args.against)]
+    trees = [args.tree, args.against]
     merged = {t: {"tree": t, "sums": [], "counts": [], "totals": [], "loads": []} for t in trees}
     for _ in range(args.rounds):
         for tree in trees:
             out = subprocess.run([sys.executable, __file__, "--json", "--tree", tree, "--runs", str(args.runs),
-                                  "--exercise", args.exercise], capture_output=True, text=True, check=True)
+                                  "--exercise", args.exercise], capture_output=True, text=True)
+            if out.returncode:
+                sys.exit(f"measuring {tree} failed:\n{out.stderr.strip()[-2000:]}")
             got = json.loads(out.stdout.splitlines()[-1])
             for key in ("sums", "counts", "totals"):
                 merged[tree][key] += got[key]

@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from arguments import at_least
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
@@ -60,7 +62,7 @@ def build(folder: Path, students: int, seed: int) -> int:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--students", type=int, default=60)
+    ap.add_argument("--students", type=at_least(2), default=60, help="students in the class (two or more)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--keep", metavar="DIR", help="build the class here and keep it")
     args = ap.parse_args()

@@ -1,0 +1,57 @@
+"""Argument types the benchmarks share. A bad value is refused by argparse, before anything is
+measured, with a message that says what to give instead: never a traceback after minutes of work.
+
+    parser.add_argument("--repeat", type=at_least(1), default=3)
+    parser.add_argument("--against", type=checkout)
+"""
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Callable
+
+
+def at_least(minimum: int) -> Callable[[str], int]:
+    """A whole number no smaller than `minimum`."""
+    def whole_number(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number: give {minimum} or more") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} is too few: give {minimum} or more")
+        return value
+    return whole_number
+
+
+def seconds(text: str) -> float:
+    """A positive number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds: give one above 0, e.g. 2") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text}: give a number of seconds above 0, e.g. 2")
+    return value
+
+
+def whole_numbers(text: str) -> list[int]:
+    """Comma-separated whole numbers, at least one (seeds: "1,2,3")."""
+    parts = [p.strip() for p in text.split(",")]
+    try:
+        values = [int(p) for p in parts]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give whole numbers separated by commas, e.g. 1,2,3") from None
+    return values
+
+
+def checkout(text: str) -> str:
+    """A checkout of this project (its own grader package and worked solutions), as an absolute path:
+    the tree measured with --tree, or the older one measured beside it with --against."""
+    path = os.path.abspath(text)
+    if not (os.path.isfile(os.path.join(path, "grader", "__init__.py"))
+            and os.path.isdir(os.path.join(path, "solutions"))):
+        raise argparse.ArgumentTypeError(
+            f"{text}: not a checkout of this project (no grader/ and solutions/ in it); make one of an "
+            f"older commit with `git worktree add /tmp/base <commit>` and give /tmp/base")
+    return path

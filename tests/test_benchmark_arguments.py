@@ -1,0 +1,65 @@
+"""The benchmarks refuse a bad argument before measuring anything, with a message that says what to
+give (benchmarks/arguments.py), and the sandbox breakdown measures any exercise of the catalog."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def bench(script: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+REFUSED = [   # (script, arguments, what the message says)
+    ("grader_cost.py", ["--repeat", "0"], "argument --repeat: 0 is too few: give 1 or more"),
+    ("grader_cost.py", ["--repeat", "two"], "argument --repeat: 'two' is not a whole number"),
+    ("grader_cost.py", ["--against", "/nonexistent"], "not a checkout of this project"),
+    ("sandbox_breakdown.py", ["--runs", "0"], "argument --runs: 0 is too few"),
+    ("sandbox_breakdown.py", ["--rounds", "-1"], "argument --rounds: -1 is too few"),
+    ("sandbox_breakdown.py", ["--against", "benchmarks"], "not a checkout of this project"),
+    ("capstone_cost.py", ["--seeds", "1,x"], "give whole numbers separated by commas"),
+    ("capstone_cost.py", ["--seeds", ""], "give whole numbers separated by commas"),
+    ("capstone_cost.py", ["--graded", "0"], "argument --graded: 0 is too few"),
+    ("batch_throughput.py", ["--n", "0"], "argument --n: 0 is too few"),
+    ("batch_throughput.py", ["--jobs", "0"], "argument --jobs: 0 is too few"),
+    ("batch_throughput.py", ["--nbgrader-n", "-3"], "argument --nbgrader-n: -3 is too few"),
+    ("batch_throughput.py", ["--floor-runs", "0"], "argument --floor-runs: 0 is too few"),
+    ("cluster_throughput.py", ["--tasks", "0"], "argument --tasks: 0 is too few"),
+    ("calibrate_perf.py", ["--budget", "0"], "argument --budget: 0: give a number of seconds above 0"),
+    ("calibrate_perf.py", ["attention.causal_mask"], "not an exercise with a performance check"),
+    ("gpu_timing_quality.py", ["--budget", "nan"], "give a number of seconds above 0"),
+    ("load_guard_noise.py", ["--checks", "0"], "argument --checks: 0 is too few"),
+    ("report_sizes.py", ["--n", "2"], "argument --n: 2 is too few: give 6 or more"),
+    ("similarity_speed.py", ["--students", "1"], "argument --students: 1 is too few: give 2 or more"),
+]
+
+
+@pytest.mark.parametrize("script,args,message", REFUSED, ids=[f"{s}:{' '.join(a)}" for s, a, _ in REFUSED])
+def test_a_bad_argument_is_refused_with_what_to_give(script, args, message):
+    p = bench(script, *args)
+    assert p.returncode == 2, (p.returncode, p.stderr[-2000:])
+    assert message in p.stderr and "Traceback" not in p.stderr, p.stderr[-2000:]
+
+
+def test_the_breakdown_names_an_unknown_exercise_instead_of_a_traceback():
+    p = bench("sandbox_breakdown.py", "--exercise", "attention.no_such_thing", "--runs", "1")
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr[-2000:]
+    assert "--exercise attention.no_such_thing: no such exercise" in p.stderr and "grader list" in p.stderr
+
+
+@pytest.mark.slow
+def test_the_breakdown_measures_an_exercise_whose_module_imports_another():
+    """transformer.py imports attention: the bare import has the whole submission beside it, as the
+    child has (it ended in ModuleNotFoundError), and the module is imported afresh each time."""
+    p = bench("sandbox_breakdown.py", "--exercise", "transformer.encoder_layer", "--runs", "1", timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    line = next(x for x in p.stdout.splitlines() if "student module imported" in x)
+    bare = line.split()[-5]           # "... <bare>ms  imported here, torch loaded"
+    assert bare.endswith("ms") and float(bare[:-2]) > 0, line
+    assert "one grade of the exercise, end to end" in p.stdout
