@@ -87,6 +87,7 @@ class Attack:
     source: str | None = None       # the replacing function (None: a scenario of that name)
     status: str = "passed"          # what it must earn
     seconds: float = 30.0           # wall-time bound of the whole check
+    call_timeout: float | None = None   # a call's limit, where the attack's own work needs more than hostile's 3 s
     root_only: bool = False
     xfail: str | None = None
     kernel_count: bool = False      # only the kernel's count of native kernels catches it (root)
@@ -158,7 +159,10 @@ if not all(os.waitpid(p, 0)[1] == 0 for p in pids):
     raise MemoryError('a helper was killed')
 """), "Attack: three 1.2 GiB helpers, each holding its block until all three hold theirs (a barrier, so "
       "they overlap whatever the scheduling). Must hold: they share one budget, so one is killed (error)."),
-        status="error", root_only=True),
+        # each case zeroes 3.6 GiB and has a helper killed: 1.3-2.1 s on an idle 2-core machine, past 3 s
+        # on a busy one (a timeout, not the error the budget makes); a longer call limit changes nothing
+        # of what must hold: with a budget per helper, all three complete and the case passes
+        status="error", root_only=True, call_timeout=15.0, seconds=150.0),
     "big_allocation": Attack("attention.scaled_dot_product_attention", scenario="hostile_big_allocation",
                              status="error"),
     "huge_output": Attack("attention.multi_head_attention", scenario="hostile_prints"),
@@ -701,7 +705,8 @@ def test_attack(name, make_submission, grade_dir, hostile):
         folder = make_submission(overrides)
     before = snapshot()
     start = time.monotonic()
-    result = grade_dir(folder, "attention", cfg=hostile)
+    cfg = hostile if attack.call_timeout is None else dataclasses.replace(hostile, call_timeout=attack.call_timeout)
+    result = grade_dir(folder, "attention", cfg=cfg)
     elapsed = time.monotonic() - start
 
     # 1. the grade is what the submission earned
