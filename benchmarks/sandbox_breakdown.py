@@ -262,7 +262,7 @@ def _bare(exercise: str, repeat: int) -> dict[str, float]:
                 loader.loader.exec_module(module)
                 times.append(time.monotonic() - t0)
                 for name, loaded in list(sys.modules.items()):
-                    if (getattr(loaded, "__file__", None) or "").startswith(folder):
+                    if (getattr(loaded, "__file__", None) or "").startswith(folder + os.sep):
                         del sys.modules[name]
         finally:
             sys.path[:] = path_before
