@@ -114,6 +114,72 @@ def test_remove_kills_only_a_group_that_has_members_and_leaves_no_folder():
     assert seen["member ended"] == {"member gone": True, "folders left": [], "kills": 0}
 
 
+# kill() goes on until the group is empty: a member its first listing missed (as one forked after the
+# listing by a member not yet frozen would be) and processes that fork and exit in a loop in sessions of
+# their own ("hoppers", here with no freezer to stop them) are all killed, and the folders go.
+# Prints, for each case, whether remove() said the folders are gone, which are left, how many processes
+# still run in the group's first hierarchy, and how long remove() took.
+ROUNDS = """
+import json, os, signal, sys, time
+from grader.sandbox import cgroups
+out = {}
+for case in ("missed by the first listing", "hoppers, no freezer"):
+    group = cgroups.create(f"grader-{os.getpid()}-roundstest", 0, 64)
+    if group is None:
+        print(json.dumps(None)); sys.exit(0)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        cgroups.join(list(group.procs))
+        if case == "hoppers, no freezer":
+            for _ in range(4):
+                if os.fork() == 0:
+                    os.setsid()
+                    while True:
+                        try:
+                            if os.fork() != 0:
+                                os._exit(0)
+                        except OSError:
+                            pass
+        os.write(w, b"in")
+        time.sleep(60)
+        os._exit(0)
+    os.close(w)
+    os.read(r, 2)
+    time.sleep(0.2)
+    first = group.procs[0]
+    kept = {}
+    if case == "missed by the first listing":
+        listed = []
+        members = cgroups.Group.members
+        group.members = lambda: [] if not listed and not listed.append(1) else members(group)
+    elif "freezer" in group.dirs:
+        kept["freezer"] = group.dirs.pop("freezer")
+    folders = list(group.dirs.values())
+    start = time.monotonic()
+    removed = group.remove()
+    took = time.monotonic() - start
+    left = [f for f in folders if os.path.exists(f)]
+    running = cgroups.members_of(first) if left else []
+    if kept:            # the freezer's folder, left out of the kill: empty now if the kill was whole
+        running += cgroups.members_of(os.path.join(kept["freezer"], "cgroup.procs"))
+        for p in cgroups.members_of(os.path.join(kept["freezer"], "cgroup.procs")):
+            os.kill(p, signal.SIGKILL)
+        time.sleep(0.5)
+        os.rmdir(kept["freezer"])
+    os.waitpid(pid, 0)
+    out[case] = {"removed": removed, "folders left": left, "running": running, "seconds": round(took, 2)}
+print(json.dumps(out))
+"""
+
+
+def test_kill_goes_on_until_the_group_is_empty():
+    seen = run_as_root(ROUNDS)
+    for case, what in seen.items():
+        assert what["removed"] and what["folders left"] == [] and what["running"] == [], (case, what)
+        assert what["seconds"] < 5.0, (case, what)
+
+
 # remove_stale(): the groups of a grader that no longer runs (a submission's group with a child's
 # inside, a process still in it) go, the member killed; a live grader's stay.
 STALE = """

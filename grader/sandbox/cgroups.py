@@ -39,32 +39,52 @@ class Group:
     def members(self) -> list[int]:
         return sorted({pid for path in self.procs for pid in members_of(path)})
 
-    def kill(self) -> None:
-        """Kill every member; returns when none is left (or after a few seconds)."""
+    def kill(self) -> bool:
+        """Kill every member, round after round, until none is left; returns whether none is (False
+        only after KILL_SECONDS of rounds). One round signals the members it lists: a member the
+        listing missed (forked after it, by a member not yet frozen, or where there is no freezer) is
+        caught by the next, so a process that forks and exits in a loop cannot outrun the kill."""
+        deadline = time.monotonic() + KILL_SECONDS
+        while True:
+            self._kill_round()
+            _wait(lambda: not self.members(), min(1.0, max(deadline - time.monotonic(), 0.0)))
+            if not self.members():
+                return True
+            if time.monotonic() >= deadline:
+                return False
+
+    def _kill_round(self) -> None:
+        """cgroup2: `cgroup.kill` (the kernel also kills what is being forked). v1: freeze, so that no
+        member can fork while the listed ones are signalled, then SIGKILL each and thaw; a group not
+        frozen within a second (a member busy in the kernel on a loaded machine) is signalled all
+        the same, and what it forked meanwhile is the next round's."""
         if self.version == 2:
             _write(os.path.join(self.dirs["all"], "cgroup.kill"), "1")
-        else:
-            freezer = self.dirs.get("freezer")
-            if freezer:
-                _write(os.path.join(freezer, "freezer.state"), "FROZEN")
-                _wait(lambda: read_value(os.path.join(freezer, "freezer.state")) != "FREEZING", 1.0)
-            for pid in self.members():
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-            if freezer:
-                _write(os.path.join(freezer, "freezer.state"), "THAWED")
-        _wait(lambda: not self.members(), 5.0)
+            return
+        freezer = self.dirs.get("freezer")
+        if freezer:
+            _write(os.path.join(freezer, "freezer.state"), "FROZEN")
+            _wait(lambda: read_value(os.path.join(freezer, "freezer.state")) != "FREEZING", 1.0)
+        for pid in self.members():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        if freezer:
+            _write(os.path.join(freezer, "freezer.state"), "THAWED")
 
-    def remove(self) -> None:
+    def remove(self) -> bool:
         """Remove the group's folders; kill its members first only if the kernel refuses (EBUSY: it has
         some; an empty group stays so, as joining takes root). The freezer's folder goes last, there
-        for that kill. A second call does nothing."""
+        for that kill. Returns whether the folders are gone. A group whose members outlived every
+        round of the kill is kept, not forgotten: a second call kills and removes it again (and
+        `remove_stale` once its grader has ended); after a removal a second call does nothing."""
         if not self._rmdirs():
             self.kill()
-            self._rmdirs()
+            if not self._rmdirs():
+                return False
         self.dirs, self.procs = {}, []
+        return True
 
     def _rmdirs(self) -> bool:
         for controller in sorted(self.dirs, key=lambda c: c == "freezer"):
@@ -82,6 +102,8 @@ class Group:
 # RLIMIT_NPROC allows its uid (grader.sandbox.confine.MAX_PROCESSES).
 HEADROOM = 512 << 20
 MAX_PIDS = 256
+# How long a kill keeps at it before it reports members left (grader.sandbox.runner names them).
+KILL_SECONDS = 10.0
 
 
 def for_child(name: str, memory_budget: int) -> Group | None:

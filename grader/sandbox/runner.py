@@ -16,6 +16,7 @@ import signal
 import socket
 import struct
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -211,8 +212,7 @@ class Session:
                 break
             processes.wait_gone(self.pid, wait, _exists)
         if self.group is not None:       # every member at once: frozen processes cannot fork
-            self.group.remove()
-            self._leave_budget()
+            self._remove_group()
         if self.uid is not None:
             _kill_uid(self.uid)
         self._unwatch()
@@ -233,9 +233,20 @@ class Session:
                 pass
             self.kill()
         if self.group is not None:
-            self.group.remove()
-            self._leave_budget()
+            self._remove_group()
         self.drain.join(timeout=2.0)
+
+    def _remove_group(self) -> None:
+        """Remove the child's group, its members killed. Members that outlived every round of the kill
+        (a process stuck in the kernel, say) are named on the grader's standard error and the group is
+        kept: close() tries again, and a grader started after this one has ended removes it
+        (cgroups.remove_stale)."""
+        left = list(self.group.dirs.values())
+        if not self.group.remove():
+            sys.stderr.write(f"grader: processes {self.group.members()} of a sandboxed child outlived "
+                             f"{cgroups.KILL_SECONDS:.0f} s of kills; its control group is kept "
+                             f"({', '.join(left)}) for a later grader start to remove\n")
+        self._leave_budget()
 
     def _leave_budget(self) -> None:
         if self.budget is not None:
