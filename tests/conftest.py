@@ -145,6 +145,17 @@ def sandbox_folders_of(pid: int) -> list[Path]:
     return list(Path(tempfile.gettempdir()).glob(f"grader-sandbox-{pid}-*"))
 
 
+def groups_left(uids: set[int]) -> list[str]:
+    """The control-group folders of this process's children run as these uids that are still there
+    (grader.sandbox.runner names them `grader-<pid>-<uid>`, perhaps inside a submission's group). A
+    group is removed only once empty, so none left means no process of them is left, even one that
+    forks and exits in a loop and so slips past a sweep of /proc."""
+    from grader.sandbox import cgroups
+    names = {f"grader-{os.getpid()}-{uid}" for uid in uids}
+    return sorted(os.path.join(folder, name) for base in set(cgroups.bases().values())
+                  for folder, subfolders, _ in os.walk(base) for name in subfolders if name in names)
+
+
 def processes_of(uids: set[int]) -> list[int]:
     """Live (non-zombie) processes running as one of these uids: none may outlive its grading."""
     found = []

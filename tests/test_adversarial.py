@@ -59,7 +59,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, attack_uids, processes_of, statuses
+from conftest import ROOT, attack_uids, groups_left, processes_of, statuses
 from grader.results import to_dict
 from grader.sandbox import native_watch
 from scenarios import submission
@@ -744,6 +744,7 @@ def test_attack(name, make_submission, grade_dir, hostile):
         while processes_of(uids) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not processes_of(uids), processes_of(uids)
+        assert not groups_left(uids), groups_left(uids)
     json.dumps(to_dict(result))
 
 
