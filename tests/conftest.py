@@ -145,6 +145,25 @@ def sandbox_folders_of(pid: int) -> list[Path]:
     return list(Path(tempfile.gettempdir()).glob(f"grader-sandbox-{pid}-*"))
 
 
+# A statement (at indent 0; needs `os`): a helper in a session of its own that forks and exits in a loop,
+# so that its pid keeps changing and a sweep of /proc falls behind. A kill must catch it all the same.
+HOPPER = """
+if os.fork() == 0:
+    os.setsid()
+    while True:
+        try:
+            if os.fork() != 0:
+                os._exit(0)
+        except OSError:
+            pass
+"""
+
+
+def indented(text: str, spaces: int) -> str:
+    """`text` (code) with every line indented by `spaces`."""
+    return "\n".join(" " * spaces + line for line in text.strip("\n").splitlines())
+
+
 def groups_left(uids: set[int]) -> list[str]:
     """The control-group folders of this process's children run as these uids that are still there
     (grader.sandbox.runner names them `grader-<pid>-<uid>`, perhaps inside a submission's group). A

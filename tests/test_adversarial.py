@@ -59,7 +59,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, attack_uids, groups_left, processes_of, statuses
+from conftest import HOPPER, ROOT, attack_uids, groups_left, indented, processes_of, statuses
 from grader.results import to_dict
 from grader.sandbox import native_watch
 from scenarios import submission
@@ -107,7 +107,8 @@ def sdpa(body: str, doc: str) -> str:
 
 
 def ind(text: str) -> str:
-    return "\n".join("    " + line for line in text.strip("\n").splitlines())
+    """`text` indented as a function body."""
+    return indented(text, 4)
 
 
 SDPA_BODY = """
@@ -198,14 +199,7 @@ for i in range(2000):
 import time
 for _ in range(0 if os.path.exists('hopping') else 4):
     open('hopping', 'w').close()
-    if os.fork() == 0:
-        os.setsid()
-        while True:
-            try:
-                if os.fork() != 0:
-                    os._exit(0)
-            except OSError:
-                pass
+""" + indented(HOPPER, 4) + """
 time.sleep(0.2)
 """), "Attack: helpers that fork and exit in a loop in new sessions. Must hold: they die with the child."),
         root_only=True),

@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+from conftest import HOPPER, indented
+
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="control groups need root")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -133,14 +135,7 @@ for case in ("missed by the first listing", "hoppers, no freezer"):
         cgroups.join(list(group.procs))
         if case == "hoppers, no freezer":
             for _ in range(4):
-                if os.fork() == 0:
-                    os.setsid()
-                    while True:
-                        try:
-                            if os.fork() != 0:
-                                os._exit(0)
-                        except OSError:
-                            pass
+""" + indented(HOPPER, 16) + """
         os.write(w, b"in")
         time.sleep(60)
         os._exit(0)
