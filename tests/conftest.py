@@ -169,9 +169,9 @@ def groups_left(uids: set[int]) -> list[str]:
     (grader.sandbox.runner names them `grader-<pid>-<uid>`, perhaps inside a submission's group). A
     group is removed only once empty, so none left means no process of them is left, even one that
     forks and exits in a loop and so slips past a sweep of /proc."""
-    from grader.sandbox import cgroups
+    from grader.sandbox import hierarchies
     names = {f"grader-{os.getpid()}-{uid}" for uid in uids}
-    return sorted(os.path.join(folder, name) for base in set(cgroups.bases().values())
+    return sorted(os.path.join(folder, name) for base in set(hierarchies.bases().values())
                   for folder, subfolders, _ in os.walk(base) for name in subfolders if name in names)
 
 

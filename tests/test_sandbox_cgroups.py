@@ -213,11 +213,11 @@ def test_a_dead_graders_groups_are_removed_and_a_live_ones_kept():
 # Beneath any other cgroup2 group a slot stays a domain (that group would become a thread root).
 SLOT = """
 import json, os, sys
-from grader.sandbox import cgroups, watch_slots
+from grader.sandbox import cgroups, hierarchies, watch_slots
 slot = watch_slots.take() if watch_slots.possible() else None
 if slot is None:
     print(json.dumps(None)); sys.exit(0)
-perf, base = slot.folders[0], cgroups.bases()["perf_event"]
+perf, base = slot.folders[0], hierarchies.bases()["perf_event"]
 (r, w), (go_r, go_w) = os.pipe(), os.pipe()
 pid = os.fork()
 if pid == 0:
@@ -227,7 +227,7 @@ if pid == 0:
     os._exit(0)
 seen = json.loads(os.read(r, 1 << 20).decode())
 seen.update(root=not os.path.exists(os.path.join(base, "cgroup.type")), slot=os.path.basename(perf),
-            type=cgroups.read_value(os.path.join(perf, "cgroup.type")), pid=pid,
+            type=hierarchies.read_value(os.path.join(perf, "cgroup.type")), pid=pid,
             members=cgroups.members_of(os.path.join(perf, "cgroup.procs")), empty=slot.empty())
 os.write(go_w, b"x")
 os.waitpid(pid, 0)
@@ -236,7 +236,7 @@ inner = os.path.join(base, f"grader-{os.getpid()}-domain")
 if os.path.exists(os.path.join(base, "cgroup.threads")) and seen["root"]:
     os.makedirs(os.path.join(inner, "slot"))
     watch_slots._thread_mode(os.path.join(inner, "slot"), inner)
-    seen["beneath a group"] = cgroups.read_value(os.path.join(inner, "slot", "cgroup.type"))
+    seen["beneath a group"] = hierarchies.read_value(os.path.join(inner, "slot", "cgroup.type"))
     os.rmdir(os.path.join(inner, "slot"))
     os.rmdir(inner)
 for folder in slot.folders:

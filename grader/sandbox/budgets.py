@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import threading
 
-from grader.sandbox import cgroups
+from grader.sandbox import cgroups, hierarchies
 
 CHILD_SHARE = 64 << 20
 _LIMIT_FILES = {"all": ("memory.max",),
@@ -39,7 +39,7 @@ class Budgets:
     def enter(self, key: str) -> str:
         """A child of submission `key` is about to be made: the name prefix its group gets ("" if none)."""
         with self._lock:
-            bases = cgroups.bases()
+            bases = hierarchies.bases()
             memory = bases.get("all") or bases.get("memory")
             if not memory or self.memory_bytes <= 0:
                 return ""
@@ -57,7 +57,7 @@ class Budgets:
         """A child of `key` has ended (its group removed): lower the limit, or remove the group with the last."""
         with self._lock:
             children = self._open.get(key, 0) - 1
-            bases = cgroups.bases()
+            bases = hierarchies.bases()
             if children > 0:
                 self._open[key] = children
                 kind = "all" if "all" in bases else "memory"
@@ -73,7 +73,7 @@ class Budgets:
     def full(self, key: str) -> bool:
         """Whether the submission's group has reached its memory limit (v1: its high-water mark is at
         the limit; cgroup2: its `max` event)."""
-        bases = cgroups.bases()
+        bases = hierarchies.bases()
         if "memory" in bases:
             folder = os.path.join(bases["memory"], self.folder(key))
             return _number(os.path.join(folder, "memory.max_usage_in_bytes")) >= \

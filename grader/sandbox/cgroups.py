@@ -9,12 +9,9 @@ and still take 4.5 GB together, and a process that forks and exits in a loop sta
 - kill: cgroup v2's `cgroup.kill`, or with v1 the freezer (frozen processes cannot fork), then
   SIGKILL to each member, then thaw;
 - perf_event: where the parent's kernel counters watch (grader.sandbox.native_watch): the cgroup2
-  group itself, or beside v1 controllers the hierarchy that has perf_event (`bases()`).
+  group itself, or beside v1 controllers the hierarchy that has perf_event.
 
-The hierarchy is found, not assumed: a cgroup2 mount whose `cgroup.controllers` offers the
-controllers, else the v1 mounts of `pids`, `memory` and `freezer` (a machine may mount v1
-controllers beside an empty cgroup2 hierarchy). Groups are made beneath the grader's own group in
-each hierarchy (so a container's delegated subtree works). Only root can do this; elsewhere
+Where the groups go is found by grader.sandbox.hierarchies. Only root can make them; elsewhere
 `create` returns None and the caller names the layer as missing.
 
 The parent creates the group; the child joins it (`join`) while still root, before it drops to its
@@ -27,7 +24,8 @@ import signal
 import time
 from dataclasses import dataclass, field
 
-V1_CONTROLLERS = ("pids", "memory", "freezer")
+from grader.sandbox import hierarchies
+from grader.sandbox.hierarchies import read_value, write_value
 
 
 @dataclass
@@ -59,11 +57,11 @@ class Group:
         frozen within a second (a member busy in the kernel on a loaded machine) is signalled all
         the same, and what it forked meanwhile is the next round's."""
         if self.version == 2:
-            _write(os.path.join(self.dirs["all"], "cgroup.kill"), "1")
+            write_value(os.path.join(self.dirs["all"], "cgroup.kill"), "1")
             return
         freezer = self.dirs.get("freezer")
         if freezer:
-            _write(os.path.join(freezer, "freezer.state"), "FROZEN")
+            write_value(os.path.join(freezer, "freezer.state"), "FROZEN")
             _wait(lambda: read_value(os.path.join(freezer, "freezer.state")) != "FREEZING", 1.0)
         for pid in self.members():
             try:
@@ -71,7 +69,7 @@ class Group:
             except OSError:
                 pass
         if freezer:
-            _write(os.path.join(freezer, "freezer.state"), "THAWED")
+            write_value(os.path.join(freezer, "freezer.state"), "THAWED")
 
     def remove(self) -> bool:
         """Remove the group's folders; kill its members first only if the kernel refuses (EBUSY: it has
@@ -114,16 +112,16 @@ def create(name: str, memory_bytes: int, max_pids: int) -> Group | None:
     """A new group `name` with these limits, or None where the machine offers none to us."""
     if os.geteuid() != 0:
         return None
-    unified, v1 = _hierarchies()
+    unified, v1 = hierarchies.find()
     try:
         if unified:
             folder = os.path.join(unified, name)
             os.makedirs(folder, exist_ok=False)
             group = Group(2, {"all": folder}, [os.path.join(folder, "cgroup.procs")])
-            _write(os.path.join(folder, "pids.max"), str(max_pids))
+            write_value(os.path.join(folder, "pids.max"), str(max_pids))
             if memory_bytes > 0:
-                _write(os.path.join(folder, "memory.max"), str(memory_bytes))
-                _write(os.path.join(folder, "memory.swap.max"), "0")
+                write_value(os.path.join(folder, "memory.max"), str(memory_bytes))
+                write_value(os.path.join(folder, "memory.swap.max"), "0")
             return group
         if not v1:
             return None
@@ -134,10 +132,10 @@ def create(name: str, memory_bytes: int, max_pids: int) -> Group | None:
             group.dirs[controller] = folder
             group.procs.append(os.path.join(folder, "cgroup.procs"))
         if "pids" in group.dirs:
-            _write(os.path.join(group.dirs["pids"], "pids.max"), str(max_pids))
+            write_value(os.path.join(group.dirs["pids"], "pids.max"), str(max_pids))
         if "memory" in group.dirs and memory_bytes > 0:
-            _write(os.path.join(group.dirs["memory"], "memory.limit_in_bytes"), str(memory_bytes))
-            _write(os.path.join(group.dirs["memory"], "memory.memsw.limit_in_bytes"), str(memory_bytes))
+            write_value(os.path.join(group.dirs["memory"], "memory.limit_in_bytes"), str(memory_bytes))
+            write_value(os.path.join(group.dirs["memory"], "memory.memsw.limit_in_bytes"), str(memory_bytes))
         return group
     except OSError:
         return None
@@ -148,7 +146,7 @@ def remove_stale(prefix: str = "grader-") -> None:
     groups stayed behind): names are `<prefix><pid>-<uid>`; a live grader's groups are kept."""
     if os.geteuid() != 0:
         return
-    for base in bases().values():
+    for base in hierarchies.bases().values():
         try:
             entries = os.listdir(base)
         except OSError:
@@ -158,14 +156,6 @@ def remove_stale(prefix: str = "grader-") -> None:
             if owner.isdigit() and not _alive(int(owner)):
                 for folder, _, _ in os.walk(os.path.join(base, entry), topdown=False):   # a submission's, inside out
                     Group(1, {"stale": folder}, [os.path.join(folder, "cgroup.procs")]).remove()
-
-
-def bases() -> dict[str, str]:
-    """Where this process's groups are made: controller -> folder (cgroup2: {"all": folder})."""
-    if os.geteuid() != 0:
-        return {}
-    unified, v1 = _hierarchies(V1_CONTROLLERS + ("cpuset",))
-    return {"all": unified} if unified else {**v1, **({"perf_event": _perf_base()} if _perf_base() else {})}
 
 
 def _alive(pid: int) -> bool:
@@ -196,91 +186,7 @@ def missing_controllers(group: Group | None) -> list[str]:
         return ["cgroups"]
     if group.version == 2:
         return []
-    return [c for c in V1_CONTROLLERS if c not in group.dirs]
-
-
-# Where this process's groups go, found once per process: the mounts and its own group do not move
-# while it grades, and finding them reads three /proc files (read for every child otherwise).
-_FOUND: dict[tuple, object] = {}
-
-
-def _once(find):
-    def found(*args):
-        key = (os.getpid(), find.__name__, *args)
-        if key not in _FOUND:
-            _FOUND[key] = find(*args)
-        return _FOUND[key]
-    return found
-
-
-@_once
-def _hierarchies(wanted: tuple[str, ...] = V1_CONTROLLERS) -> tuple[str, dict[str, str]]:
-    """(a cgroup2 folder of ours that offers pids and memory, or ""; v1 controller -> our folder)."""
-    own = _own_paths()
-    unified, v1 = "", {}
-    try:
-        with open("/proc/self/mounts") as f:
-            mounts = [line.split() for line in f]
-    except OSError:
-        return "", {}
-    for m in mounts:
-        if len(m) < 4:
-            continue
-        point, kind, options = m[1], m[2], m[3].split(",")
-        if kind == "cgroup2" and not unified:
-            base = os.path.join(point, own.get("", "/").lstrip("/"))
-            offered = read_value(os.path.join(base, "cgroup.controllers")).split()
-            if {"pids", "memory"} <= set(offered) and _delegates(base, offered):
-                unified = base
-        elif kind == "cgroup":
-            for controller in wanted:
-                if controller in options and controller not in v1:
-                    v1[controller] = os.path.join(point, own.get(controller, "/").lstrip("/"))
-    return unified, v1
-
-
-@_once
-def _perf_base() -> str:
-    """Our folder in the hierarchy that has the perf_event controller: a v1 mount of it, else the
-    cgroup2 mount when /proc/cgroups says it is bound to no v1 hierarchy (hierarchy 0); "" if none."""
-    own = _own_paths()
-    try:
-        with open("/proc/self/mounts") as f:
-            mounts = [line.split() for line in f if len(line.split()) >= 4]
-        with open("/proc/cgroups") as f:
-            bound = {p[0]: p[1] for p in (line.split() for line in f if not line.startswith("#")) if len(p) >= 4}
-    except OSError:
-        return ""
-    for _, point, kind, options, *_ in mounts:
-        if kind == "cgroup" and "perf_event" in options.split(","):
-            return os.path.join(point, own.get("perf_event", "/").lstrip("/"))
-    if bound.get("perf_event") == "0":
-        for _, point, kind, *_ in mounts:
-            if kind == "cgroup2":
-                return os.path.join(point, own.get("", "/").lstrip("/"))
-    return ""
-
-
-def _delegates(base: str, offered: list[str]) -> bool:
-    """Whether groups made beneath `base` get pids and memory (cgroup.subtree_control)."""
-    enabled = read_value(os.path.join(base, "cgroup.subtree_control")).split()
-    if {"pids", "memory"} <= set(enabled):
-        return True
-    return _write(os.path.join(base, "cgroup.subtree_control"), "+pids +memory")
-
-
-def _own_paths() -> dict[str, str]:
-    """Controller -> this process's group path ("" for the cgroup2 hierarchy)."""
-    out = {}
-    try:
-        with open("/proc/self/cgroup") as f:
-            for line in f:
-                _, controllers, path = line.rstrip("\n").split(":", 2)
-                for c in controllers.split(",") if controllers else [""]:
-                    out[c] = path
-    except OSError:
-        pass
-    return out
+    return [c for c in hierarchies.V1_CONTROLLERS if c not in group.dirs]
 
 
 def members_of(procs: str) -> list[int]:
@@ -293,24 +199,6 @@ def members_of(procs: str) -> list[int]:
         except OSError:
             continue
     return []
-
-
-def read_value(path: str) -> str:
-    """A control file's value, stripped ("" when it cannot be read)."""
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except OSError:
-        return ""
-
-
-def _write(path: str, value: str) -> bool:
-    try:
-        with open(path, "w") as f:
-            f.write(value)
-        return True
-    except OSError:
-        return False
 
 
 def _wait(done, seconds: float) -> None:

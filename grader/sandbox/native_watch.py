@@ -38,11 +38,11 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from grader.sandbox import cgroups, keeper, watch_slots
+from grader.sandbox import cgroups, hierarchies, keeper, watch_slots
 from grader.sandbox.watch_slots import Slot
 from grader.sandbox.kernel_symbols import library, offsets
 
-_read = cgroups.read_value
+_read = hierarchies.read_value
 
 _UPROBE_TYPE = "/sys/bus/event_source/devices/uprobe/type"
 _PERF_EVENT_OPEN = {"x86_64": 298, "aarch64": 241}.get(platform.machine())

@@ -15,9 +15,9 @@ import os
 import threading
 from dataclasses import dataclass
 
-from grader.sandbox import cgroups
+from grader.sandbox import cgroups, hierarchies
 
-_read = cgroups.read_value
+_read = hierarchies.read_value
 _POOL = threading.Lock()
 _FREE: dict[int, list["Slot"]] = {}     # grading process -> its slots no child is in
 _MADE: dict[int, int] = {}              # grading process -> slots made
@@ -38,7 +38,7 @@ class Slot:
 def possible() -> bool:
     """Whether children are counted in the process's slots: beside v1 controllers, with a perf_event
     hierarchy (where cgroup2 holds the limits, each child's own group is counted)."""
-    bases = cgroups.bases()
+    bases = hierarchies.bases()
     return "all" not in bases and "perf_event" in bases
 
 
@@ -63,7 +63,7 @@ def give_back(slot: Slot) -> None:
 
 
 def _new(number: int) -> Slot | None:
-    bases = cgroups.bases()
+    bases = hierarchies.bases()
     name = f"grader-{os.getpid()}-watch{number}"
     perf = os.path.join(bases["perf_event"], name)
     try:
@@ -149,7 +149,7 @@ def cpu_list(text: str) -> list[int]:
 
 
 def folders_of(pid: int) -> list[str]:
-    bases = cgroups.bases()
+    bases = hierarchies.bases()
     return [os.path.join(base, entry) for c in ("perf_event", "cpuset") if (base := bases.get(c))
             for entry in _entries(base) if entry.startswith(f"grader-{pid}-watch")]
 
