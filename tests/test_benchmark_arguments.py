@@ -2,6 +2,7 @@
 give (benchmarks/arguments.py), and the sandbox breakdown measures any exercise of the catalog."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -56,10 +57,17 @@ def test_the_breakdown_names_an_unknown_exercise_instead_of_a_traceback():
 @pytest.mark.slow
 def test_the_breakdown_measures_an_exercise_whose_module_imports_another():
     """transformer.py imports attention: the bare import has the whole submission beside it, as the
-    child has (it ended in ModuleNotFoundError), and the module is imported afresh each time."""
+    child has (it ended in ModuleNotFoundError), and the module is imported afresh each time. The
+    student's import is counted once a child: the modules its tripwires resolve by name
+    (`torch.nn.TransformerEncoderLayer`) are not the student's module (they were counted as such,
+    and every one of their attributes walked, ~10 ms a child in the tripwires' step)."""
     p = bench("sandbox_breakdown.py", "--exercise", "transformer.encoder_layer", "--runs", "1", timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     line = next(x for x in p.stdout.splitlines() if "student module imported" in x)
     bare = line.split()[-5]           # "... <bare>ms  imported here, torch loaded"
     assert bare.endswith("ms") and float(bare[:-2]) > 0, line
+    children = int(re.search(r"one grade = (\d+) children", p.stdout).group(1))
+    figures = [float(x[:-2]) for x in line.split() if x.endswith("ms")]     # total, [per child,] bare
+    imports = round(figures[0] / figures[1]) if children > 1 else 1 if len(figures) == 2 else 0
+    assert imports == children, (children, line)
     assert "one grade of the exercise, end to end" in p.stdout
