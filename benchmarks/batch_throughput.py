@@ -51,6 +51,14 @@ curriculum, every module of the catalog (`grader list`) in every submission:
      (/proc/stat: the grading parent, the zygote, the children, the keeper, the kernel's threads),
      the mean of --floor-runs; and the overhead beyond it. No full-curriculum submission costs less
      than the floor, however little its own compute: it is what one fresh child per exercise costs.
+   - where a submission's CPU goes: the same submissions graded again by the engine in this process
+     as a worker grades them, one after another, split by who spent the CPU: the grading parent (its
+     own CPU), the sandbox's processes (its child processes: the zygote with the confined children
+     it reaped, the keeper), of which the students' own compute above, and the rest of the machine
+     (the kernel's threads tearing namespaces and control groups down, other load); what is left of
+     the overhead beyond it is grader batch's own (workers and zygotes started, results sent, stored
+     and written as feedback, idle cores). With the full curriculum, the floor split the same way
+     beside it, and each part's excess over the floor's.
 3. When nbgrader is importable: the same submissions as nbgrader notebooks, one per module, of
    one assignment as `grader notebooks` writes it (`attention`, or `curriculum` for the full
    curriculum: its source notebooks have locked test cells that grade in the kernel), released by
@@ -80,12 +88,14 @@ from __future__ import annotations
 import argparse
 import ast
 import builtins
+import dataclasses
 import gc
 import importlib
 import importlib.util
 import json
 import os
 import random
+import resource
 import shutil
 import signal
 import sqlite3
@@ -96,6 +106,7 @@ import tempfile
 import time
 import types
 from pathlib import Path
+from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
@@ -352,8 +363,9 @@ def _load(ref: str):
     return getattr(importlib.import_module(module), name)
 
 
-# -- the isolation floor ---------------------------------------------------------------------------
+# -- where the CPU goes ----------------------------------------------------------------------------
 FLOOR_EXERCISE = "attention.causal_mask"    # 4 small cases: a grade that is all sandbox, no compute
+REAPED_WITHIN = 1.1     # the zygote reaps its children that ended at least once a second (grader.sandbox.zygote)
 
 
 def _busy_core_seconds() -> float:
@@ -365,7 +377,63 @@ def _busy_core_seconds() -> float:
     return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 
-def isolation_floor(runs: int) -> tuple[float, int]:
+def _descendants_seconds() -> float:
+    """CPU time of this process's child processes: the living ones (the sandbox's zygote with the
+    children it has reaped, the keeper of its kernel counters) and those this process reaped."""
+    tick, me, total = os.sysconf("SC_CLK_TCK"), str(os.getpid()), 0.0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()     # after the name, which may hold spaces
+        except OSError:
+            continue
+        if fields[1] == me:                                     # ppid; then utime, stime, cutime, cstime
+            total += sum(map(int, fields[11:15])) / tick
+    reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return total + reaped.ru_utime + reaped.ru_stime
+
+
+@dataclasses.dataclass(frozen=True)
+class Split:
+    """Core-seconds spent while some grading ran in this process, by who spent them."""
+    parent: float       # the grading process (its threads: cases, references, judges, the sandbox's parent side)
+    sandbox: float      # the zygote, the confined children it forked, the keeper
+    other: float        # everything else the machine ran meanwhile: the kernel's threads (namespaces and
+                        # control groups torn down), and whatever else runs on the machine
+
+    @property
+    def total(self) -> float:
+        return self.parent + self.sandbox + self.other
+
+    def __truediv__(self, n: float) -> "Split":
+        return Split(self.parent / n, self.sandbox / n, self.other / n)
+
+
+def cpu_split(grade: Callable[[], object]) -> Split:
+    """Who spent the machine's CPU while `grade()` ran: this process, its child processes, the rest.
+    The zygote's children are counted once the zygote has reaped them, so the last reading waits."""
+    def now() -> tuple[float, float, float]:
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        return own.ru_utime + own.ru_stime, _descendants_seconds(), _busy_core_seconds()
+    before = now()
+    grade()
+    time.sleep(REAPED_WITHIN)
+    parent, sandbox, machine = (a - b for a, b in zip(now(), before))
+    return Split(parent, sandbox, max(0.0, machine - parent - sandbox))
+
+
+def _worker_config():
+    """The configuration and torch threads a batch worker grades with (grader.frontends.batch.workers)."""
+    from grader import api, threads
+    from grader.frontends.batch.executors import grading_config
+    from grader.frontends.batch.run import Options
+    from grader.frontends.batch.workers import TORCH_THREADS
+
+    threads.configure(TORCH_THREADS)
+    return grading_config(api.load(str(ROOT / "autograde.toml")), Options.exercise_jobs)
+
+
+def isolation_floor(runs: int) -> tuple[Split, int]:
     """(core-seconds a submission, exercises in it): the least a full-curriculum submission costs with
     one confined child per exercise, whatever the students wrote. A submission is graded as a batch
     worker grades it (a warm sandbox, the engine, two exercises at once), but each of its exercises
@@ -374,29 +442,57 @@ def isolation_floor(runs: int) -> tuple[float, int]:
     layer, the module imported, the cases called), is compared and judged, and its child torn
     down. Machine-wide CPU (parent, zygote, children, keeper, kernel) over `runs` such submissions,
     one after another, after one unmeasured."""
-    from grader import api, threads
+    from grader import api
     from grader.catalog import catalog
-    from grader.frontends.batch.executors import grading_config
-    from grader.frontends.batch.run import Options
-    from grader.frontends.batch.workers import TORCH_THREADS
     from grader.pipeline import engine
 
-    threads.configure(TORCH_THREADS)
-    config = grading_config(api.load(str(ROOT / "autograde.toml")), Options.exercise_jobs)
+    config = _worker_config()
     specs = catalog()
     trivial = [specs[FLOOR_EXERCISE]] * len(specs)
+    results = []
     settle()
     with api.sandbox(config) as sandbox:
         engine.grade(str(ROOT / "solutions"), trivial, config, sandbox=sandbox)
         gc.freeze()     # as a worker does (grader.frontends.batch.workers): no full collection walks torch
-        start = _busy_core_seconds()
-        for _ in range(runs):
-            result = engine.grade(str(ROOT / "solutions"), trivial, config, sandbox=sandbox)
-        spent = _busy_core_seconds() - start
-    if result.score != result.max_score:
-        sys.exit(f"the isolation floor's exercise did not pass: {FLOOR_EXERCISE} scored {result.score} "
-                 f"of {result.max_score}")
+        spent = cpu_split(lambda: results.extend(engine.grade(str(ROOT / "solutions"), trivial, config,
+                                                              sandbox=sandbox) for _ in range(runs)))
+    if any(r.score != r.max_score for r in results):
+        sys.exit(f"the isolation floor's exercise did not pass: {FLOOR_EXERCISE} scored {results[-1].score} "
+                 f"of {results[-1].max_score}")
     return spent / runs, len(trivial)
+
+
+def where_it_goes(subs: Path, students: list[str], names: tuple[str, ...]) -> Split:
+    """Core-seconds a submission, by who spends them, for the batch's own submissions graded again in
+    this process as a worker grades them (a warm sandbox, the engine, two exercises at once), one
+    after another, after one unmeasured: what is left of grader batch's figure beyond this total is
+    grader batch's own (its workers' and zygotes' start-up, results sent, stored and written as
+    feedback, cores left idle)."""
+    from grader import api
+
+    config = _worker_config()
+    settle()
+    with api.sandbox(config) as sandbox:
+        api.grade(str(subs / students[0]), list(names), config, sandbox=sandbox)
+        gc.freeze()
+        spent = cpu_split(lambda: [api.grade(str(subs / s), list(names), config, sandbox=sandbox) for s in students])
+    return spent / len(students)
+
+
+def print_where_it_goes(overhead: float, own: float, parts: Split, floor: Split | None, count: int) -> None:
+    """The batch's overhead a submission taken apart: the grading parent, the sandbox's processes beyond
+    the students' own compute, the rest of the machine, grader batch's own; beside the isolation floor's."""
+    batch_own = overhead - (parts.total - own)
+    print(f"  where a submission's CPU goes (the same submissions graded again here, one after another, as a worker "
+          f"grades; core-s a submission): grading parent {parts.parent:.3f}, sandbox processes {parts.sandbox:.3f} "
+          f"(the students' own compute {own:.3f}, the sandbox's {parts.sandbox - own:.3f}), rest of the machine "
+          f"{parts.other:.3f}: {parts.total:.3f}; grader batch's own beyond that {batch_own:.3f}")
+    if floor is not None:
+        print(f"    of which the isolation floor: grading parent {floor.parent:.3f}, sandbox processes "
+              f"{floor.sandbox:.3f}, rest {floor.other:.3f} ({floor.total / count * 1000:.1f} core-ms an exercise); "
+              f"beyond it: parent {parts.parent - floor.parent:.3f}, sandbox "
+              f"{parts.sandbox - own - floor.sandbox:.3f}, rest {parts.other - floor.other:.3f}, grader batch's own "
+              f"{batch_own:.3f}")
 
 
 # -- grader batch -----------------------------------------------------------------------------------
@@ -656,11 +752,12 @@ def benchmark(args: argparse.Namespace, work: Path) -> None:
     print(f"  per submission: {wall * cores / args.n:.3f} core-s on {cores} cores, of which the student's own compute "
           f"{own / args.n:.3f} s; overhead {overhead:.3f} s (target <= {target:g} s)")
     print(f"  wall: {phases(out)}")
-    if full:
-        floor, count = isolation_floor(args.floor_runs)
+    floor, count = isolation_floor(args.floor_runs) if full else (None, 0)
+    if floor is not None:
         print(f"  isolation floor: a submission of {count} exercises each as cheap as {FLOOR_EXERCISE} costs "
-              f"{floor:.3f} core-s ({floor / count * 1000:.1f} core-ms an exercise; machine-wide CPU, the mean of "
-              f"{args.floor_runs}); overhead beyond it {overhead - floor:.3f} s")
+              f"{floor.total:.3f} core-s ({floor.total / count * 1000:.1f} core-ms an exercise; machine-wide CPU, the "
+              f"mean of {args.floor_runs}); overhead beyond it {overhead - floor.total:.3f} s")
+    print_where_it_goes(overhead, own / args.n, where_it_goes(subs, sorted(kinds), names), floor, count)
     print(f"  load average after: {os.getloadavg()[0]:.2f}")
 
     if args.no_nbgrader:

@@ -1,5 +1,6 @@
 """The benchmarks refuse a bad argument before measuring anything, with a message that says what to
-give (benchmarks/arguments.py), and the sandbox breakdown measures any exercise of the catalog."""
+give (benchmarks/arguments.py), the sandbox breakdown measures any exercise of the catalog, and the
+batch benchmark's split of the CPU counts the sandbox's children where they ran."""
 from __future__ import annotations
 
 import re
@@ -71,3 +72,29 @@ def test_the_breakdown_measures_an_exercise_whose_module_imports_another():
     imports = round(figures[0] / figures[1]) if children > 1 else 1 if len(figures) == 2 else 0
     assert imports == children, (children, line)
     assert "one grade of the exercise, end to end" in p.stdout
+
+
+SPLIT = """
+import sys
+sys.path.insert(0, "benchmarks")
+import batch_throughput as bt
+from grader import api
+config = bt._worker_config()
+with api.sandbox(config) as sandbox:
+    api.grade("solutions", ["attention.causal_mask"], config, sandbox=sandbox)
+    split = bt.cpu_split(lambda: api.grade("solutions", ["mlp.train_xor"], config, sandbox=sandbox))
+print(split.parent, split.sandbox, split.other)
+"""
+
+
+@pytest.mark.slow
+def test_the_batch_benchmark_counts_the_confined_children_as_the_sandbox():
+    """XOR's training (about 0.35 s of compute) runs in a confined child, a grandchild of the measuring
+    process: the split counts it with the sandbox's processes, not with the rest of the machine. The
+    zygote reaps its children within a second and only then are they counted, so the split waits:
+    without the wait it gave 0.05 core-s to the sandbox and 0.40 to "the rest"."""
+    p = subprocess.run([sys.executable, "-c", SPLIT], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    parent, sandbox, other = map(float, p.stdout.split())
+    assert sandbox >= 0.25 and sandbox > 3 * parent, (parent, sandbox, other)
+    assert sandbox > 2 * other, (parent, sandbox, other)
