@@ -433,8 +433,8 @@ def _worker_config():
     return grading_config(api.load(str(ROOT / "autograde.toml")), Options.exercise_jobs)
 
 
-def isolation_floor(runs: int) -> tuple[Split, int]:
-    """(core-seconds a submission, exercises in it): the least a full-curriculum submission costs with
+def isolation_floor(runs: int) -> Split:
+    """Core-seconds a submission, by who spends them: the least a full-curriculum submission costs with
     one confined child per exercise, whatever the students wrote. A submission is graded as a batch
     worker grades it (a warm sandbox, the engine, two exercises at once), but each of its exercises
     is FLOOR_EXERCISE, the cheapest, with its worked solution: the submission is read once, each
@@ -459,10 +459,10 @@ def isolation_floor(runs: int) -> tuple[Split, int]:
     if any(r.score != r.max_score for r in results):
         sys.exit(f"the isolation floor's exercise did not pass: {FLOOR_EXERCISE} scored {results[-1].score} "
                  f"of {results[-1].max_score}")
-    return spent / runs, len(trivial)
+    return spent / runs
 
 
-def where_it_goes(subs: Path, students: list[str], names: tuple[str, ...]) -> Split:
+def where_it_goes(subs: str, students: list[str], names: list[str]) -> Split:
     """Core-seconds a submission, by who spends them, for the batch's own submissions graded again in
     this process as a worker grades them (a warm sandbox, the engine, two exercises at once), one
     after another, after one unmeasured: what is left of grader batch's figure beyond this total is
@@ -473,10 +473,26 @@ def where_it_goes(subs: Path, students: list[str], names: tuple[str, ...]) -> Sp
     config = _worker_config()
     settle()
     with api.sandbox(config) as sandbox:
-        api.grade(str(subs / students[0]), list(names), config, sandbox=sandbox)
+        api.grade(os.path.join(subs, students[0]), names, config, sandbox=sandbox)
         gc.freeze()
-        spent = cpu_split(lambda: [api.grade(str(subs / s), list(names), config, sandbox=sandbox) for s in students])
+        spent = cpu_split(lambda: [api.grade(os.path.join(subs, s), names, config, sandbox=sandbox) for s in students])
     return spent / len(students)
+
+
+_APART = ("import dataclasses, json, sys; sys.path.insert(0, 'benchmarks'); import batch_throughput as b; "
+          "print(json.dumps(dataclasses.asdict(getattr(b, sys.argv[1])(*json.loads(sys.argv[2])))))")
+
+
+def apart(function: str, *args: object) -> Split:
+    """The Split `function(*args)` of this module returns, measured in a Python of its own. A sandbox
+    started in this process would leave its kernel counters with its keeper until this process ends
+    (grader.sandbox.keeper): the next grader batch timed here would wait for them (settle), then open
+    its own beside them, slower."""
+    p = subprocess.run([sys.executable, "-c", _APART, function, json.dumps(args)], cwd=ROOT, capture_output=True,
+                       text=True)
+    if p.returncode != 0:
+        sys.exit(p.stderr.strip()[-3000:] or f"{function} ended with exit code {p.returncode}")
+    return Split(**json.loads(p.stdout.splitlines()[-1]))
 
 
 def print_where_it_goes(overhead: float, own: float, parts: Split, floor: Split | None, count: int) -> None:
@@ -720,6 +736,8 @@ def main() -> None:
 
 
 def benchmark(args: argparse.Namespace, work: Path) -> None:
+    from grader.catalog import select
+
     full = args.modules == "all"
     modules = course_modules() if full else [MODULE]
     names = () if full else (MODULE,)                 # grader batch grades every exercise when none is named
@@ -752,12 +770,13 @@ def benchmark(args: argparse.Namespace, work: Path) -> None:
     print(f"  per submission: {wall * cores / args.n:.3f} core-s on {cores} cores, of which the student's own compute "
           f"{own / args.n:.3f} s; overhead {overhead:.3f} s (target <= {target:g} s)")
     print(f"  wall: {phases(out)}")
-    floor, count = isolation_floor(args.floor_runs) if full else (None, 0)
+    floor, count = (apart("isolation_floor", args.floor_runs), len(select(modules))) if full else (None, 0)
     if floor is not None:
         print(f"  isolation floor: a submission of {count} exercises each as cheap as {FLOOR_EXERCISE} costs "
               f"{floor.total:.3f} core-s ({floor.total / count * 1000:.1f} core-ms an exercise; machine-wide CPU, the "
               f"mean of {args.floor_runs}); overhead beyond it {overhead - floor.total:.3f} s")
-    print_where_it_goes(overhead, own / args.n, where_it_goes(subs, sorted(kinds), names), floor, count)
+    print_where_it_goes(overhead, own / args.n, apart("where_it_goes", str(subs), sorted(kinds), list(names)),
+                        floor, count)
     print(f"  load average after: {os.getloadavg()[0]:.2f}")
 
     if args.no_nbgrader:
