@@ -46,19 +46,20 @@ curriculum, every module of the catalog (`grader list`) in every submission:
    - full curriculum: the isolation floor, what a submission costs when every one of its exercises
      is as cheap as the cheapest (attention.causal_mask's worked solution, once for each exercise
      of the curriculum: one confined child each, the submission copied into each child's folder,
-     the module imported, the cases called, compared, the child torn down), graded by the engine in
-     this process as a worker grades (a warm sandbox, two exercises at once), in machine-wide CPU
+     the module imported, the cases called, compared, the child torn down), graded by the engine as
+     a worker grades (a warm sandbox, two exercises at once), in machine-wide CPU
      (/proc/stat: the grading parent, the zygote, the children, the keeper, the kernel's threads),
      the mean of --floor-runs; and the overhead beyond it. No full-curriculum submission costs less
      than the floor, however little its own compute: it is what one fresh child per exercise costs.
-   - where a submission's CPU goes: the same submissions graded again by the engine in this process
-     as a worker grades them, one after another, split by who spent the CPU: the grading parent (its
-     own CPU), the sandbox's processes (its child processes: the zygote with the confined children
-     it reaped, the keeper), of which the students' own compute above, and the rest of the machine
+   - where a submission's CPU goes: the same submissions graded again by the engine as a worker
+     grades them, one after another, split by who spent the CPU: the grading parent (its own CPU),
+     the sandbox's processes (its child processes: the zygote with the confined children it reaped,
+     the keeper), of which the students' own compute above, and the rest of the machine
      (the kernel's threads tearing namespaces and control groups down, other load); what is left of
      the overhead beyond it is grader batch's own (workers and zygotes started, results sent, stored
      and written as feedback, idle cores). With the full curriculum, the floor split the same way
-     beside it, and each part's excess over the floor's.
+     beside it, and each part's excess over the floor's. The floor and the split are each measured
+     in a Python of their own, ended before the next timed run (see `apart`).
 3. When nbgrader is importable: the same submissions as nbgrader notebooks, one per module, of
    one assignment as `grader notebooks` writes it (`attention`, or `curriculum` for the full
    curriculum: its source notebooks have locked test cells that grade in the kernel), released by
@@ -499,7 +500,7 @@ def print_where_it_goes(overhead: float, own: float, parts: Split, floor: Split 
     """The batch's overhead a submission taken apart: the grading parent, the sandbox's processes beyond
     the students' own compute, the rest of the machine, grader batch's own; beside the isolation floor's."""
     batch_own = overhead - (parts.total - own)
-    print(f"  where a submission's CPU goes (the same submissions graded again here, one after another, as a worker "
+    print(f"  where a submission's CPU goes (the same submissions graded again apart, one after another, as a worker "
           f"grades; core-s a submission): grading parent {parts.parent:.3f}, sandbox processes {parts.sandbox:.3f} "
           f"(the students' own compute {own:.3f}, the sandbox's {parts.sandbox - own:.3f}), rest of the machine "
           f"{parts.other:.3f}: {parts.total:.3f}; grader batch's own beyond that {batch_own:.3f}")

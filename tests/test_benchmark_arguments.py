@@ -97,4 +97,3 @@ def test_the_batch_benchmark_counts_the_confined_children_as_the_sandbox():
     assert p.returncode == 0, p.stderr[-3000:]
     parent, sandbox, other = map(float, p.stdout.split())
     assert sandbox >= 0.25 and sandbox > 3 * parent, (parent, sandbox, other)
-    assert sandbox > 2 * other, (parent, sandbox, other)
