@@ -364,6 +364,12 @@ def _load(ref: str):
     return getattr(importlib.import_module(module), name)
 
 
+def public_environment() -> dict[str, str]:
+    """This environment without the instructor's secret seed: every grading timed here runs the public
+    cases only, those the students' own compute is measured on (no hidden cases, no child of theirs)."""
+    return {k: v for k, v in os.environ.items() if k != "GRADER_SECRET_SEED"}
+
+
 # -- where the CPU goes ----------------------------------------------------------------------------
 FLOOR_EXERCISE = "attention.causal_mask"    # 4 small cases: a grade that is all sandbox, no compute
 REAPED_WITHIN = 1.1     # the zygote reaps its children that ended at least once a second (grader.sandbox.zygote)
@@ -490,7 +496,7 @@ def apart(function: str, *args: object) -> Split:
     (grader.sandbox.keeper): the next grader batch timed here would wait for them (settle), then open
     its own beside them, slower."""
     p = subprocess.run([sys.executable, "-c", _APART, function, json.dumps(args)], cwd=ROOT, capture_output=True,
-                       text=True)
+                       text=True, env=public_environment())
     if p.returncode != 0:
         sys.exit(p.stderr.strip()[-3000:] or f"{function} ended with exit code {p.returncode}")
     return Split(**json.loads(p.stdout.splitlines()[-1]))
@@ -519,8 +525,7 @@ def run_batch(subs: Path, out: Path, jobs: int, names=(MODULE,), extra=()) -> fl
     if waited > 1:
         print(f"  (waited {waited:.0f} s for an earlier grader's kernel counters to be closed)")
     start, started = time.monotonic(), time.time()
-    env = {k: v for k, v in os.environ.items() if k != "GRADER_SECRET_SEED"}
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=public_environment())
     wall = time.monotonic() - start
     _PHASES[out] = (started, time.time())
     if proc.returncode not in (0, 3):
@@ -626,7 +631,7 @@ sys.meta_path.append(_NotebookImporter())
 def _env(work: Path, notebook_imports: bool = False) -> dict[str, str]:
     """nbgrader and its kernel from this venv, the grader from this checkout, Jupyter's folders in `work`
     (with `notebook_imports`, an IPython startup file that lets a kernel import the notebooks beside it)."""
-    env = {k: v for k, v in os.environ.items() if k != "GRADER_SECRET_SEED"}
+    env = public_environment()
     env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")])
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     for var, sub in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_DATA_DIR", "data"),
