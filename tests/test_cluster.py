@@ -256,9 +256,13 @@ def test_sigkill_of_the_client_then_the_same_command_resumes(cluster, tmp_path, 
 
 @pytest.mark.slow
 def test_a_worker_killed_and_one_retiring_mid_batch_lose_nobody_and_record_everyone_once(cluster, tmp_path):
-    """One worker is SIGKILLed mid-task; the other retires gracefully mid-task, as a worker does at
-    its --lifetime (Worker.close_gracefully, restarted as --lifetime-restart does)."""
+    """One worker retires gracefully mid-task, as a worker does at its --lifetime (Worker.close_gracefully,
+    restarted as --lifetime-restart does); once it has left, the other is SIGKILLed mid-task.
+    A retiring worker hands its work to another that is running: retired first, while both run (killed
+    first, the retiring one was at times the only worker left, could hand nothing back, and Dask
+    counted its going as a second death of the task it had taken over from the killed one)."""
     lc, client = cluster
+    client.wait_for_workers(2, timeout=60)      # an earlier test's killed worker is back
     students = {f"s{i}": ("correct" if i % 2 else {"causal_mask": "inverted"}) for i in range(8)}
     subs = make_class(tmp_path / "subs", students)
     out = tmp_path / "out"
@@ -271,14 +275,16 @@ def test_a_worker_killed_and_one_retiring_mid_batch_lose_nobody_and_record_every
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and not (killed and retired):
             busy = sorted(w for w, keys in client.processing().items() if keys)
-            if busy and not killed and len(query(out, "SELECT student FROM submissions")) >= 1:
-                pid = client.run(os.getpid, workers=busy[:1])[busy[0]]
+            running = client.scheduler_info(n_workers=-1)["workers"]
+            if busy and not retired and len(running) >= 2 and \
+                    len(query(out, "SELECT student FROM submissions")) >= 1:
+                client.run(retire, workers=busy[:1], wait=False)
+                retired.append(busy[0])
+            elif retired and not killed and retired[0] not in running and [w for w in busy if w != retired[0]]:
+                other = [w for w in busy if w != retired[0]][0]
+                pid = client.run(os.getpid, workers=[other])[other]
                 os.kill(pid, signal.SIGKILL)        # the worker process, mid-task
-                killed.append(busy[0])
-            elif killed and not retired and [w for w in busy if w != killed[0]]:
-                other = [w for w in busy if w != killed[0]][0]
-                client.run(retire, workers=[other], wait=False)
-                retired.append(other)
+                killed.append(other)
             time.sleep(0.05)
     thread = threading.Thread(target=disrupt, daemon=True)
     thread.start()
