@@ -232,3 +232,51 @@ def test_the_zygote_collapses_the_rest_of_its_memory_into_huge_pages():
     huge_before, huge_after, anon_before, anon_after = map(int, out.stdout.split())    # kB
     assert huge_after >= huge_before + (16 << 10), (huge_before, huge_after)
     assert anon_after <= anon_before + (4 << 10), (anon_before, anon_after)    # the sparse 64 MiB stayed sparse
+
+
+CODE_ENTRIES = '''
+import os, sys, torch
+from grader.sandbox import zygote
+def code_kb():
+    """Rss and Anonymous (kB) of libtorch's code mapping."""
+    with open("/proc/self/smaps") as f:
+        lines = f.read().splitlines()
+    start = next(i for i, line in enumerate(lines) if " r-xp " in line and line.endswith("libtorch_cpu.so"))
+    fields = dict(line.split()[:2] for line in lines[start + 1:start + 25] if line.endswith(" kB"))
+    return int(fields["Rss:"]), int(fields["Anonymous:"])
+low, high = next((int(a, 16), int(b, 16)) for a, b, perms, path in
+                 ((*line.split()[0].split("-"), line.split()[1], line.split()[-1]) for line in open("/proc/self/maps"))
+                 if perms == "r-xp" and path.endswith("libtorch_cpu.so"))
+page = low + (high - low) // 2 // zygote.PAGE * zygote.PAGE
+with open("/proc/self/mem", "r+b") as mem:      # a private copy of one code page, as a uprobe's breakpoint makes
+    mem.seek(page)
+    original = mem.read(64)
+    mem.seek(page)
+    mem.write(original)
+torch.softmax(torch.randn(8, 8) @ torch.randn(8, 8), -1)
+before = code_kb()
+zygote._drop_code_entries()
+after = code_kb()
+with open("/proc/self/mem", "rb") as mem:
+    mem.seek(page)
+    kept = mem.read(64) == original
+pid = os.fork()
+if pid == 0:
+    os._exit(0 if float(torch.softmax(torch.ones(4), 0).sum()) == 1.0 else 1)
+_, status = os.waitpid(pid, 0)
+print(*before, *after, int(kept), os.waitstatus_to_exitcode(status))
+'''
+
+
+def test_the_zygote_keeps_only_the_private_pages_of_its_code():
+    """A uprobe (the native watch's counters) writes its breakpoint into a private copy of a page of
+    libtorch's code; fork then copies an entry for every page of that code the zygote has mapped
+    (~46 MB), and each child's exit drops them again. The zygote unmaps the page-cache pages of its
+    code, keeping the private ones, which hold the breakpoints; a child still runs torch."""
+    out = subprocess.run([sys.executable, "-c", CODE_ENTRIES], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rss_before, private_before, rss_after, private_after, kept, child = map(int, out.stdout.split())   # kB
+    assert private_before >= 4 and rss_before >= private_before + (1 << 10), out.stdout    # mapped, one page private
+    assert private_after == private_before, out.stdout                     # the private page kept...
+    assert rss_after <= private_after + 256, out.stdout                   # ...and little else (a thread may run some)
+    assert kept == 1 and child == 0, out.stdout

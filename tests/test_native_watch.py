@@ -176,6 +176,37 @@ def test_every_route_into_the_kernel_is_counted(watched, attack):
     assert _counted(after) == [], "a count from the previous call leaked into the next"
 
 
+@NEEDS_PROBES
+def test_a_zygote_started_while_counters_are_open_keeps_their_breakpoints(watched, config):
+    """The zygote unmaps the page-cache pages of its code, so that fork copies fewer entries
+    (grader.sandbox.zygote), but not its private ones. A zygote that maps libtorch while counters
+    are open gets the breakpoints then, in private copies of their pages: it keeps them, and a call
+    in its child is counted."""
+    import torch
+
+    from grader.pipeline.engine import limits_from
+    from grader.sandbox.runner import Sandbox
+
+    assert watched.call("c_nn", (torch.randn(2, 3, 4),), timeout=30).kind == "ok"     # the counters are open
+    workdir = make_workdir()
+    copy_submission({"attacks.py": ATTACKS}, workdir)
+    with Sandbox(limits_from(config)) as second:
+        second.start()
+        with open(f"/proc/{second._zygote.pid}/smaps") as f:
+            lines = f.read().splitlines()
+        start = next(i for i, line in enumerate(lines) if " r-xp " in line and line.endswith("libtorch_cpu.so"))
+        kb = dict(line.split()[:2] for line in lines[start + 1:start + 25] if line.endswith(" kB"))
+        session = second.open(workdir, "attacks", forbidden=[dataclasses.asdict(rules.SDPA)], import_timeout=30,
+                              count_kernels=True)
+        try:
+            outcome = session.call("c_nn", (torch.randn(2, 3, 4),), timeout=30)
+        finally:
+            session.close()
+            shutil.rmtree(workdir, ignore_errors=True)
+    assert int(kb["Anonymous:"]) > 0 and int(kb["Rss:"]) <= int(kb["Anonymous:"]) + 256, kb
+    assert outcome.kind == "ok" and _counted(outcome), outcome.hits
+
+
 def test_without_the_layer_the_feedback_says_so(sandbox, monkeypatch):
     """Where the kernel cannot count (not root, no uprobe PMU...) the in-child tripwires remain and the
     missing layer is named in the session's notes."""
