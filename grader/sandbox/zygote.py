@@ -108,7 +108,8 @@ def _drop_code_entries() -> None:
     """Unmap the page-cache pages of the zygote's code mappings, keeping their private pages (a
     breakpoint already written): a breakpoint written later finds few entries to be copied, and
     the zygote and its children map again from the page cache what they run. Where /proc does not
-    say (no pagemap), nothing is unmapped: the children are then only slower to fork and end."""
+    say (no pagemap), or a private page is swapped out, the mapping is left whole: the children are
+    then only slower to fork and end."""
     try:
         _drop_listed_code_entries()
     except (OSError, ValueError):
@@ -119,15 +120,17 @@ def _drop_listed_code_entries() -> None:
     libc = ctypes.CDLL(None)
     libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     with open("/proc/self/smaps") as f, open("/proc/self/pagemap", "rb", buffering=0) as pagemap:
-        span = None
+        span, anonymous = None, 0
         for line in f:
             fields = line.split()
             if "-" in fields[0] and len(fields) >= 5:           # a mapping's first line
                 low, high = (int(x, 16) for x in fields[0].split("-"))
                 span = (low, high) if "x" in fields[1] and len(fields) > 5 and fields[5].startswith("/") else None
             elif span and fields[0] == "Anonymous:":
-                private = _private_pages(pagemap, *span) if int(fields[1]) else []
-                if len(private) * PAGE == int(fields[1]) << 10:     # else pagemap does not show them all: leave it
+                anonymous = int(fields[1]) << 10
+            elif span and fields[0] == "Swap:":     # a private page swapped out: MADV_DONTNEED would drop it
+                private = _private_pages(pagemap, *span) if anonymous else []
+                if fields[1] == "0" and len(private) * PAGE == anonymous:   # else pagemap does not show them all
                     start = span[0]
                     for page in private + [span[1]]:
                         if page > start:
