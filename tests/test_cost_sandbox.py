@@ -50,7 +50,7 @@ def fresh_memory_in_huge_pages():
 
 def _session(sandbox: Sandbox, mark: str):
     workdir = provision.make_workdir("grader-test-")
-    provision.copy_submission({"probe.py": PROBE.replace("MARK", repr(mark))}, workdir)
+    provision.copy_submission({"probe": PROBE.replace("MARK", repr(mark))}, workdir)
     session = sandbox.open(workdir, "probe", import_timeout=60)
     assert session.ready.kind == "ok", session.ready
     return session, workdir

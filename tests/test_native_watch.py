@@ -136,7 +136,7 @@ def test_every_rule_kernel_is_in_this_torch():
 @pytest.fixture(scope="module")
 def watched(sandbox):
     workdir = make_workdir()
-    copy_submission({"attacks.py": ATTACKS}, workdir)
+    copy_submission({"attacks": ATTACKS}, workdir)
     session = sandbox.open(workdir, "attacks", forbidden=[dataclasses.asdict(rules.SDPA)],
                            import_timeout=30, count_kernels=True)
     yield session
@@ -189,7 +189,7 @@ def test_a_zygote_started_while_counters_are_open_keeps_their_breakpoints(watche
 
     assert watched.call("c_nn", (torch.randn(2, 3, 4),), timeout=30).kind == "ok"     # the counters are open
     workdir = make_workdir()
-    copy_submission({"attacks.py": ATTACKS}, workdir)
+    copy_submission({"attacks": ATTACKS}, workdir)
     with Sandbox(limits_from(config)) as second:
         second.start()
         with open(f"/proc/{second._zygote.pid}/smaps") as f:
@@ -212,7 +212,7 @@ def test_without_the_layer_the_feedback_says_so(sandbox, monkeypatch):
     missing layer is named in the session's notes."""
     monkeypatch.setattr(native_watch, "unavailable", lambda: "not running as root")
     workdir = make_workdir()
-    copy_submission({"attacks.py": "def f():\n    return 1\n"}, workdir)
+    copy_submission({"attacks": "def f():\n    return 1\n"}, workdir)
     session = sandbox.open(workdir, "attacks", forbidden=[dataclasses.asdict(rules.SDPA)],
                            import_timeout=30, count_kernels=True)
     try:
@@ -226,7 +226,7 @@ def test_without_the_layer_the_feedback_says_so(sandbox, monkeypatch):
 
 def test_rules_without_kernels_open_nothing(sandbox):
     workdir = make_workdir()
-    copy_submission({"attacks.py": "def f():\n    return 1\n"}, workdir)
+    copy_submission({"attacks": "def f():\n    return 1\n"}, workdir)
     session = sandbox.open(workdir, "attacks", forbidden=[dataclasses.asdict(rules.TORCH_OPTIM)],
                            import_timeout=30, count_kernels=True)
     try:
@@ -250,7 +250,7 @@ def slow_conv(x, k):
 def test_a_backend_kernel_called_directly_is_counted(sandbox):
     import torch
     workdir = make_workdir()
-    copy_submission({"convs.py": BACKEND_CONV}, workdir)
+    copy_submission({"convs": BACKEND_CONV}, workdir)
     session = sandbox.open(workdir, "convs", forbidden=[dataclasses.asdict(rules.CONVOLUTION)],
                            import_timeout=30, count_kernels=True)
     try:
@@ -285,7 +285,7 @@ def by_hand(q):
 def _open_side(sandbox, workdirs):
     workdir = make_workdir()
     workdirs.append(workdir)
-    copy_submission({"side.py": SIDE_BY_SIDE}, workdir)
+    copy_submission({"side": SIDE_BY_SIDE}, workdir)
     return sandbox.open(workdir, "side", forbidden=[dataclasses.asdict(rules.SDPA)], import_timeout=30,
                         count_kernels=True)
 
@@ -343,7 +343,7 @@ from grader.sandbox.runner import Sandbox
 rules = {r.name: dataclasses.asdict(r) for s in catalog().values() for r in s.forbidden if r.native}
 with Sandbox() as sandbox:
     workdir = make_workdir()
-    copy_submission({"m.py": "def f():\\n    return 1\\n"}, workdir)
+    copy_submission({"m": "def f():\\n    return 1\\n"}, workdir)
     session = sandbox.open(workdir, "m", forbidden=list(rules.values()), import_timeout=60, count_kernels=True)
     assert session.ready.kind == "ok" and session.watch is not None, session.ready
     print(sum(len(per_cpu) for per_cpu in session.watch.fds), *session.watch.slot.folders, flush=True)

@@ -6,7 +6,7 @@ import torch
 
 from grader.catalog.spec import Case, ExerciseSpec
 from grader.pipeline.engine import grade
-from grader.pipeline.imports import imported_modules
+from grader.pipeline.static import imported_modules
 from grader.results import FailureKind, Status
 from grader.submission.loader import salvage, salvage_for_importers
 from scenarios import SOLUTIONS, source, submission

@@ -146,7 +146,7 @@ def test_student_code_sees_no_secrets_from_the_environment(monkeypatch, config, 
     from grader.sandbox.runner import Sandbox
     monkeypatch.setenv("GRADER_SECRET_SEED", "424242")
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_secret")
-    copy_submission({"m.py": "import os\ndef env():\n    return dict(os.environ)\n"}, str(tmp_path))
+    copy_submission({"m": "import os\ndef env():\n    return dict(os.environ)\n"}, str(tmp_path))
     with Sandbox() as sb:
         session = sb.open(str(tmp_path), "m")
         seen = session.call("env").value

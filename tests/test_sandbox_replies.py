@@ -95,7 +95,7 @@ def quick(config):
 
 
 def _module(body: str) -> dict[str, str]:
-    return {"m.py": "import os, struct, time\n" + HOSTILE + "\n\ndef f():\n    return 1\n" + body}
+    return {"m": "import os, struct, time\n" + HOSTILE + "\n\ndef f():\n    return 1\n" + body}
 
 
 # -- start-up: the reply to the import, straight on a Session ------------------------------------
@@ -118,7 +118,7 @@ def test_a_hostile_reply_at_start_up_is_the_childs_failure_and_the_child_is_kill
 
 def test_the_child_is_killed_when_the_parent_raises_during_start_up(tmp_path, monkeypatch):
     """Not the student's doing: the parent itself raising while reading the first reply."""
-    copy_submission({"m.py": "def f():\n    return 1\n"}, str(tmp_path))
+    copy_submission({"m": "def f():\n    return 1\n"}, str(tmp_path))
     pids = []
     real_init = runner.Session.__init__
 

@@ -18,8 +18,6 @@ their feedback names the broken module.
 """
 from __future__ import annotations
 
-import ast
-import functools
 from typing import Callable
 
 from grader.config import Config
@@ -46,37 +44,8 @@ def _load(module: str, ctx: Context, chain: tuple[str, ...], opener: Opener | No
     # so two threads deciding modules of an import cycle cannot wait on each other; `chain`
     # breaks the cycle itself (its modules are then tried with the other's files as written).
     deps = {d: _load(d, ctx, (*chain, module))
-            for d in imported_modules(module, ctx.submission.files) if d not in chain}
+            for d in static.imported_modules(module, ctx.submission.files) if d not in chain}
     return ctx.module_load(module, lambda m: _decide(m, ctx, deps, opener))
-
-
-def imported_modules(module: str, files: dict[str, str]) -> list[str]:
-    """The student's other modules that `module` imports anywhere in its source (static: a name
-    that `import X` or `from X import ...` names, X one of `files`)."""
-    found: list[str] = []
-    for name in _imported_names(files.get(module, "")):
-        if name in files and name != module and name not in found:
-            found.append(name)
-    return found
-
-
-@functools.lru_cache(maxsize=64)
-def _imported_names(source: str) -> tuple[str, ...]:
-    """Every top-level module name `source` imports, in order: found once per source and grading
-    process (every exercise of a module asks, and walking a module's tree took 2 ms a time)."""
-    try:
-        tree = static.parsed(source)
-    except SyntaxError:
-        tree = static.parsed(salvage(source)[0])
-    except ValueError:          # null bytes: nothing to read imports from
-        return ()
-    names: list[str] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names += [a.name.split(".")[0] for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.append(node.module.split(".")[0])
-    return tuple(names)
 
 
 def _decide(module: str, ctx: Context, deps: dict[str, ModuleLoad], opener: Opener | None) -> ModuleLoad:
@@ -107,7 +76,7 @@ def _decide(module: str, ctx: Context, deps: dict[str, ModuleLoad], opener: Open
 def _try_import(module: str, files: dict[str, str], limit: float, ctx: Context) -> Outcome:
     workdir = make_workdir("grader-import-")
     try:
-        copy_submission({f"{m}.py": s for m, s in files.items()}, workdir)
+        copy_submission(files, workdir, static.import_closure(module, files))
         session = ctx.sandbox.open(workdir, module, import_timeout=limit)
         outcome = session.ready
         session.close()

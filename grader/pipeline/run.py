@@ -21,7 +21,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from grader.catalog.spec import Case, ExerciseSpec
-from grader.pipeline import feedback, redact
+from grader.pipeline import feedback, redact, static
 from grader.pipeline.cases import tolerance
 from grader.pipeline.context import Context, ModuleLoad
 from grader.pipeline.judge import ProbeError, judge
@@ -90,7 +90,7 @@ class CaseRunner:
     def _start(self, files: dict[str, str], limit: float) -> tuple[str, Session]:
         """A fresh child with `files` and the module imported: (its folder, its session)."""
         workdir = make_workdir("grader-")
-        copy_submission({f"{m}.py": s for m, s in files.items()}, workdir)
+        copy_submission(files, workdir, static.import_closure(self.spec.module, files))
         rules = [asdict(r) for r in self.spec.forbidden]
         self._import_limit = limit
         # one submission's exercises share its memory budget (grader.sandbox.budgets); the kernel counts

@@ -8,9 +8,9 @@ root, before it drops to its private uid (grader.sandbox.confine).
   temporary files are not in them, and what the child leaves there vanishes with it. What the
   child may read that lives beneath one of them (a clone in /tmp with its .venv: Python's
   packages) is bound back, read-only, at its own path, and nothing else of the folder;
-- its working folder is a tmpfs of `folder_bytes` (the student's files copied in, owned by
-  its uid): a disk fill stops with ENOSPC at the folder's limit, whatever the number of files,
-  and nothing it writes reaches the host's disk;
+- its working folder is a tmpfs of `folder_bytes` (the student's files and their bytecode,
+  grader.sandbox.bytecode, copied in, owned by its uid): a disk fill stops with ENOSPC at the
+  folder's limit, whatever the number of files, and nothing it writes reaches the host's disk;
 - `/proc` is a procfs of its own with hidepid=invisible: the child sees only the processes of
   its own uid, not the grader's (command lines, whose flags may carry a seed) nor other children.
 Each step the machine refuses is returned as a note, never silently skipped.
@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import ctypes
 import os
+
+from grader.sandbox import bytecode
 
 CLONE_NEWNS = 0x00020000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = \
@@ -60,6 +62,9 @@ def private_view(workdir: str, uid: int, folder_bytes: int, libc=None, read_path
               f"size={folder_bytes},mode=700,uid={uid},gid={uid}"):
         for name, data in files.items():
             path = os.path.join(workdir, name)
+            if not os.path.isdir(os.path.dirname(path)):
+                os.mkdir(os.path.dirname(path), 0o700)
+                os.chown(os.path.dirname(path), uid, uid)
             with open(path, "wb") as f:
                 f.write(data)
             os.chown(path, uid, uid)
@@ -99,12 +104,17 @@ def _bind_back(libc, path: str, fd: int) -> bool:
 
 
 def _read_flat(workdir: str) -> dict[str, bytes]:
-    """The files the parent put in the working folder (it writes no subfolders)."""
+    """The files the parent put in the working folder and in its bytecode folder, by their paths in
+    it (it writes no other subfolder: grader.sandbox.provision.copy_submission)."""
     out = {}
-    for entry in os.scandir(workdir):
-        if entry.is_file(follow_symlinks=False):
-            with open(entry.path, "rb") as f:
-                out[entry.name] = f.read()
+    for folder in ("", bytecode.FOLDER):
+        path = os.path.join(workdir, folder)
+        if folder and (os.path.islink(path) or not os.path.isdir(path)):
+            continue
+        for entry in os.scandir(path):
+            if entry.is_file(follow_symlinks=False):
+                with open(entry.path, "rb") as f:
+                    out[os.path.join(folder, entry.name)] = f.read()
     return out
 
 

@@ -13,6 +13,9 @@ import stat
 import sys
 import tempfile
 import threading
+from typing import Collection
+
+from grader.sandbox import bytecode
 
 # Only these variables reach student code: secrets in the grader's environment (a CI token,
 # the instructor's seed) must not. OPENBLAS_* and OMP_* keep the numeric libraries correct.
@@ -87,12 +90,16 @@ def chown_tree(root: str, uid: int) -> None:
             os.chown(os.path.join(dirpath, f), uid, uid)
 
 
-def copy_submission(files: dict[str, str], workdir: str) -> None:
-    """Write the module sources the child may import into its private working folder."""
+def copy_submission(modules: dict[str, str], workdir: str, compiled: Collection[str] = ()) -> None:
+    """Write the sources of the modules (name -> source) the child may import into its private working
+    folder, and the bytecode of those of `compiled`, the ones it will import (grader.sandbox.bytecode)."""
     os.makedirs(workdir, exist_ok=True)
-    for name, source in files.items():
-        with open(os.path.join(workdir, name), "w", encoding="utf-8") as f:
-            f.write(source)
+    for module, source in modules.items():
+        data = source.encode("utf-8")
+        with open(os.path.join(workdir, f"{module}.py"), "wb") as f:
+            f.write(data)
+        if module in compiled:
+            bytecode.write_beside(module, data, workdir)
 
 
 def remove_workdir(workdir: str) -> None:

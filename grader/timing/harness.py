@@ -18,7 +18,7 @@ import time
 from dataclasses import asdict
 from typing import Any, Callable
 
-from grader.pipeline import feedback
+from grader.pipeline import feedback, static
 from grader.results import Status
 from grader.sandbox.provision import copy_submission, make_workdir, remove_workdir
 from grader.sandbox.runner import Sandbox, Session
@@ -107,7 +107,7 @@ class SandboxHarness:
     def _open_child(self, who: str, files: dict[str, str], substitutes: dict, forbidden: list) -> Session:
         workdir = make_workdir("grader-perf-")
         self.workdirs.append(workdir)
-        copy_submission({f"{m}.py": s for m, s in files.items()}, workdir)
+        copy_submission(files, workdir, static.import_closure(self.spec.module, files))
         session = self.sandbox.open(workdir, self.spec.module, forbidden=forbidden, substitutes=substitutes,
                                     driver=DRIVER, import_timeout=self._limit())
         self.sessions[who] = session
