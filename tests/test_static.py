@@ -149,3 +149,23 @@ def test_one_parse_at_a_time_across_threads(monkeypatch):
         t.join()
     static.parsed.cache_clear()
     assert most[0] == 1
+
+
+def test_a_module_is_read_once_for_all_its_exercises(monkeypatch):
+    """Every exercise of a module asks about the same source, each with its own function, rules and
+    replaced helpers: the tree is walked once for all of them, and each still gets its own answer."""
+    from grader.pipeline import static
+
+    src = ("import torch\nimport torch.nn.functional as F\n"
+           "def helper(x):\n    return torch.sigmoid(x)\n"
+           "def a(x):\n    return helper(x)\n"
+           "def b(x):\n    return F.relu(x)\n")
+    assert forbidden_hits(src, "a", (SIGMOID,))
+    walks = []
+    real = static.ast.walk
+    monkeypatch.setattr(static.ast, "walk", lambda node: walks.append(node) or real(node))
+    assert [(h.what, h.line) for h in forbidden_hits(src, "a", (SIGMOID,))] == [("torch.sigmoid", 4)]
+    assert forbidden_hits(src, "a", (RELU,)) == []
+    assert [(h.what, h.line) for h in forbidden_hits(src, "b", (RELU,))] == [("torch.nn.functional.relu", 8)]
+    assert forbidden_hits(src, "a", (SIGMOID,), replaced=("helper",)) == []
+    assert walks == []

@@ -105,19 +105,51 @@ def _strip_docstring(fn: ast.AST) -> list[ast.stmt]:
     return body
 
 
-def _reachable(tree: ast.Module, function: str, replaced: tuple[str, ...]) -> list[ast.AST]:
-    defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-            and (n.name == function or n.name not in replaced)}
+@dataclass(frozen=True)
+class _Def:
+    """What the scan reads of one top-level function or class, found once per source."""
+    names: tuple[str, ...]          # the names it uses that name a top-level definition, in ast.walk order
+    aliases: dict[str, str]         # its own imports (a function's `import torch.nn.functional as F`)
+    nodes: tuple[ast.AST, ...]      # its body walked, a docstring left out: what the patterns are checked on
+    always: tuple[StaticHit, ...]   # ALWAYS in its body
+
+
+@dataclass(frozen=True)
+class _Index:
+    """A module's source read once for the scan: every exercise of the module asks the same questions
+    of it, each with its own rules (the tree was walked again for each: 0.5 ms an exercise)."""
+    aliases: dict[str, str]         # module-level imports, those under `if`/`try` too
+    defs: dict[str, _Def]           # top-level functions and classes by name (a later one of a name wins)
+    always: tuple[StaticHit, ...]   # ALWAYS at the top level
+
+
+@functools.lru_cache(maxsize=64)
+def _index(source: str) -> _Index:
+    tree = parsed(source)
+    top = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    return _Index(_imports(_module_level(tree)), {name: _read_def(node, top) for name, node in top.items()},
+                  tuple(_always_hits(tree.body)))
+
+
+def _read_def(node: ast.AST, top: dict[str, ast.AST]) -> _Def:
+    every = list(ast.walk(node))
+    # A docstring holds no import: the walk of the body without it finds every import of the body.
+    body = tuple(n for stmt in _strip_docstring(node) for n in ast.walk(stmt))
+    return _Def(tuple(n.id for n in every if isinstance(n, ast.Name) and n.id in top), _imports(every), body,
+                tuple(_always_hits(body)))
+
+
+def _reachable(index: _Index, function: str, replaced: tuple[str, ...]) -> list[_Def]:
+    """`function` and the module's functions and classes it names, directly or not; those the
+    grader replaces (`replaced`) are not followed."""
     seen, todo, out = set(), [function], []
     while todo:
         name = todo.pop()
-        if name in seen or name not in defs:
+        if name in seen or name not in index.defs or (name != function and name in replaced):
             continue
         seen.add(name)
-        out.append(defs[name])
-        for node in ast.walk(defs[name]):
-            if isinstance(node, ast.Name) and node.id in defs:
-                todo.append(node.id)
+        out.append(index.defs[name])
+        todo.extend(index.defs[name].names)
     return out
 
 
@@ -182,18 +214,16 @@ def forbidden_hits(source: str, function: str, rules: tuple[Forbidden, ...],
     exercise (the spec's `depends`); the student's versions never run there, so they are not
     followed (their own exercises charge them)."""
     try:
-        tree = parsed(source)
+        index = _index(source)
     except SyntaxError:
         return []
     patterns = _Patterns.of(rules)
-    module_aliases = _imports(_module_level(tree))
-    reachable = _reachable(tree, function, replaced)
-    hits = _always_hits(tree, reachable)
+    reachable = _reachable(index, function, replaced)
+    hits = [*index.always, *(h for fn in reachable for h in fn.always)]
     for fn in reachable:
-        aliases = {**module_aliases, **_imports(ast.walk(fn))}
-        for stmt in _strip_docstring(fn):
-            for node in ast.walk(stmt):
-                hits.extend(_check_node(node, aliases, patterns))
+        aliases = {**index.aliases, **fn.aliases}
+        for node in fn.nodes:
+            hits.extend(_check_node(node, aliases, patterns))
     unique, seen = [], set()
     for h in hits:
         if (h.rule, h.what) not in seen:
@@ -202,20 +232,19 @@ def forbidden_hits(source: str, function: str, rules: tuple[Forbidden, ...],
     return unique
 
 
-def _always_hits(tree: ast.Module, reachable: list[ast.AST]) -> list[StaticHit]:
-    """ALWAYS: imports at the top level count for every exercise, those in functions where reachable."""
+def _always_hits(nodes) -> list[StaticHit]:
+    """ALWAYS among `nodes`: the module's top-level statements (an import inside a function counts
+    only where the function is reachable), or a function's body walked."""
     hits = []
-    for scope in [tree.body, *[fn.body for fn in reachable]]:
-        for stmt in scope:
-            for node in ast.walk(stmt) if scope is not tree.body else [stmt]:
-                names = []
-                if isinstance(node, ast.Import):
-                    names = [a.name for a in node.names]
-                elif isinstance(node, ast.ImportFrom) and node.module:
-                    names = [node.module]
-                for n in names:
-                    if n.split(".")[0] in ALWAYS.static:
-                        hits.append(StaticHit(ALWAYS.name, f"import {n}", node.lineno))
+    for node in nodes:
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module]
+        for n in names:
+            if n.split(".")[0] in ALWAYS.static:
+                hits.append(StaticHit(ALWAYS.name, f"import {n}", node.lineno))
     return hits
 
 
