@@ -83,10 +83,13 @@ def grade(path: str | os.PathLike, names: Iterable[str] = (), config: Config | N
 
 def sandbox(config: Config, **limits: Any) -> Sandbox:
     """A sandbox with the configuration's limits (each field of sandbox.runner.Limits may be changed),
-    for a caller that grades many submissions with one warm zygote; use it as a context manager."""
+    for a caller that grades many submissions with one warm zygote (the catalog's tripwires made in
+    it once); use it as a context manager."""
+    from grader.catalog import catalog
     from grader.pipeline import engine
     from grader.sandbox.runner import Sandbox
-    return Sandbox(dataclasses.replace(engine.limits_from(config), **limits))
+    return Sandbox(dataclasses.replace(engine.limits_from(config), **limits),
+                   engine.tripwire_targets(catalog().values()))
 
 
 def check_function(exercise_id: str, fn: Callable[..., Any], config: Config | None = None,

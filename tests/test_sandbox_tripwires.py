@@ -12,6 +12,7 @@ import sys
 import textwrap
 from dataclasses import asdict
 
+import pytest
 import torch
 
 from conftest import ROOT
@@ -24,8 +25,19 @@ PROBE = textwrap.dedent('''
     from grader.sandbox import tripwires
     from dataclasses import asdict
 
+    INSTALLED = [asdict(r) for r in (rules.RELU, rules.SIGMOID, rules.SIGN, rules.AUTOGRAD)]
+    originals = {}
+    for r in INSTALLED:
+        for d in r["patch"]:
+            try:
+                owner, attr = tripwires._resolve(d)
+                originals[d] = (owner, attr, getattr(owner, attr))
+            except (LookupError, AttributeError):
+                pass
+    if PREPARED:        # as the zygote does for its catalog: TANH's made too, never installed here
+        tripwires.prepare([(r["name"], d) for r in INSTALLED + [asdict(rules.TANH)] for d in r["patch"]])
     hits = tripwires.Hits()
-    tripwires.install([asdict(r) for r in (rules.RELU, rules.SIGMOID, rules.SIGN, rules.AUTOGRAD)], hits)
+    tripwires.install(INSTALLED, hits)
 
 
     class Value:                                  # a micrograd-style class of the student's own
@@ -81,27 +93,37 @@ PROBE = textwrap.dedent('''
         probe("func_jvp", lambda: torch.func.jvp(torch.sin, (z,), (torch.ones_like(z),))),
         probe("functional_jacobian", lambda: torch.autograd.functional.jacobian(torch.sin, z)),
     ]))
+    # The zygote's wrappers are the ones in place; one made but not installed records nothing.
+    patched = [d for d, (owner, attr, original) in originals.items() if getattr(owner, attr) is not original]
+    in_place = [key for key, (owner, attr, _, wrapper) in tripwires._ready.items() if getattr(owner, attr) is wrapper]
+    report.update(dict([probe("prepared_not_installed", lambda: tripwires._ready[("torch.tanh", "torch.tanh")][3](z))
+                        if PREPARED else ("prepared_not_installed", [])]))
     lines = {}
     for i, text in enumerate(open(__file__).read().splitlines(), 1):
         for n in ("z.relu()", "x * x).sum().backward()"):
             if n in text:
                 lines.setdefault(n, i)                # the first: the call, not this search
-    print(json.dumps({"report": report, "lines": lines}))
+    print(json.dumps({"report": report, "lines": lines, "in_place": len(in_place), "patched": len(patched)}))
 ''')
 
 
-def _run_probe(tmp_path):
+def _run_probe(tmp_path, prepared: bool):
     script = tmp_path / "student_module.py"
-    script.write_text(PROBE)
+    script.write_text(PROBE.replace("import json, sys\n", f"import json, sys\nPREPARED = {prepared}\n", 1))
     proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120,
                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.splitlines()[-1])
 
 
-def test_tensor_methods_trip_and_the_students_own_methods_never_do(tmp_path):
-    out = _run_probe(tmp_path)
+@pytest.mark.parametrize("prepared", [False, True], ids=["made in the child", "made in the zygote"])
+def test_tensor_methods_trip_and_the_students_own_methods_never_do(tmp_path, prepared):
+    """The same hits, with the same lines, whether the child makes its wrappers or puts in place
+    those the zygote made (grader.sandbox.tripwires.prepare)."""
+    out = _run_probe(tmp_path, prepared)
     report, lines = out["report"], out["lines"]
+    assert out["patched"] > 20 and out["in_place"] == (out["patched"] if prepared else 0)
+    assert report["prepared_not_installed"] == []
     vias = {name: [h["via"] for h in hits] for name, hits in report.items()}
     assert vias["own_methods"] == []
     assert vias["relu"] == ["torch.Tensor.relu"] and vias["relu_"] == ["torch.Tensor.relu_"]
@@ -127,3 +149,27 @@ def test_every_tensor_method_a_rule_patches_exists():
                 if dotted.startswith("torch.Tensor."):
                     assert hasattr(torch.Tensor, dotted.rsplit(".", 1)[1]), (rule.name, dotted)
     assert asdict(rules.RELU)["patch"]
+
+
+def test_a_target_two_rules_patch_records_both(tmp_path):
+    """The second rule finds the target already replaced, so it wraps what is there (the zygote's
+    wrapper of the first, grader.sandbox.tripwires.prepare), as two wrappers made in the child do."""
+    script = tmp_path / "student_module.py"
+    script.write_text(textwrap.dedent('''
+        import json
+        from dataclasses import asdict, replace
+        import torch
+        from grader.catalog import rules
+        from grader.sandbox import tripwires
+
+        twin = replace(rules.RELU, name="relu's twin")
+        tripwires.prepare([(r.name, d) for r in (rules.RELU, twin) for d in r.patch])
+        hits = tripwires.Hits()
+        tripwires.install([asdict(rules.RELU), asdict(twin)], hits)
+        torch.relu(torch.ones(2))
+        print(json.dumps(sorted(h["rule"] for h in hits.items)))
+    '''))
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout.splitlines()[-1]) == sorted([rules.RELU.name, "relu's twin"])

@@ -44,11 +44,17 @@ from grader.submission.loader import SubmissionError, load_submission
 from grader.timing import stage as performance
 
 # Front-ends and tools import these from here: the engine is the pipeline's public face.
-__all__ = ["Context", "build_cases", "grade", "grade_exercise", "limits_from"]
+__all__ = ["Context", "build_cases", "grade", "grade_exercise", "limits_from", "tripwire_targets"]
 
 
 def limits_from(config: Config) -> Limits:
     return Limits(memory_bytes=config.memory_mb << 20, output_bytes=config.output_kb << 10)
+
+
+def tripwire_targets(specs) -> list[tuple[str, str]]:
+    """(rule, dotted target) of every tripwire the exercises' children install: the sandbox's zygote
+    makes their wrappers once (grader.sandbox.tripwires.prepare), not each child."""
+    return sorted({(rule.name, dotted) for spec in specs for rule in spec.forbidden for dotted in rule.patch})
 
 
 def grade(submission_path: str, specs: list[ExerciseSpec], config: Config,
@@ -63,7 +69,7 @@ def grade(submission_path: str, specs: list[ExerciseSpec], config: Config,
     except SubmissionError as e:
         return _unreadable(submission_path, specs, config, str(e), start)
     own = sandbox is None
-    sandbox = sandbox or Sandbox(limits_from(config))
+    sandbox = sandbox or Sandbox(limits_from(config), tripwire_targets(specs))
     ctx = Context(submission, config, sandbox, start + config.submission_timeout)
     try:
         with threads.pinned(1):    # references are small; exercises already run side by side

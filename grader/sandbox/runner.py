@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable
 
 from grader.sandbox import budgets, cgroups, launch, native_watch, processes, provision, wire
 from grader.sandbox.drain import Drain
@@ -44,8 +44,10 @@ class SandboxError(Exception):
 
 
 class Sandbox:
-    def __init__(self, limits: Limits | None = None) -> None:
+    def __init__(self, limits: Limits | None = None, tripwires: Iterable[tuple[str, str]] = ()) -> None:
+        """`tripwires`: the (rule, dotted target) pairs the children may install, made once in the zygote."""
         self.limits = limits or Limits()
+        self._tripwires = sorted(set(tripwires))
         self._zygote: subprocess.Popen | None = None
         self._control: socket.socket | None = None
         self._lock = threading.Lock()
@@ -67,6 +69,9 @@ class Sandbox:
         line = self._zygote.stdout.readline()
         if line.strip() != b"ready":
             raise SandboxError("the sandbox process failed to start (is torch importable in this Python?)")
+        if self._tripwires:         # before any request: grader.sandbox.zygote
+            payload = json.dumps({"tripwires": self._tripwires}).encode()
+            self._control.sendall(struct.pack(">I", len(payload)) + payload)
 
     def shutdown(self) -> None:
         if self._control is not None:

@@ -11,6 +11,11 @@ torch costs ~5 ms, now spent while the previous child runs). A spare is forked f
 it was after its imports, like every child before: the zygote does not even parse the requests it
 passes on (the spare does), so no setup of an earlier exercise is in its memory. The spare does
 nothing before its request: confinement starts when the request is in (grader.sandbox.child).
+
+One message is the zygote's own: the grader's tripwire targets, sent once as the sandbox starts (a
+message without file descriptors). The zygote makes every one of their wrappers then, and a child
+only puts its own exercise's in place (grader.sandbox.tripwires.prepare); the spare forked before
+them is replaced. They are the grader's data, the same for every child.
 """
 from __future__ import annotations
 
@@ -28,7 +33,7 @@ import numpy  # noqa: F401  (warm)
 import torch
 import torch.nn.functional  # noqa: F401
 
-from grader.sandbox import child, tripwires, wire  # noqa: F401  (warm)
+from grader.sandbox import child, tripwires, wire  # noqa: F401  (child and wire: warm)
 
 MAX_REQUEST = 1 << 20
 PR_SET_PDEATHSIG = 1
@@ -205,12 +210,29 @@ def main(control_fd: int) -> None:
             return
         if not msg:
             return
+        if not fds:         # no request: the grader's tripwire targets (Sandbox.start), before its first
+            _prepare(msg)
+            spare[1].close()            # the spare forked before them sees no request coming, and exits
+            spare = None
+            continue
         pid = _hand_over(spare, control, msg, fds)
         spare = None
         for fd in fds:
             os.close(fd)
         del msg, fds                # the next spare is forked without them
         control.sendall(struct.pack(">I", pid))
+
+
+def _prepare(msg: bytes) -> None:
+    """The tripwires of every exercise the grader may grade, made here once (grader.sandbox.tripwires
+    .prepare), and moved out of the collector's sight like the rest (_warm). The grader's data, not a
+    student's: a list of (rule, dotted target) pairs of its catalog."""
+    try:
+        (n,) = struct.unpack(">I", msg[:4])
+        tripwires.prepare([(str(rule), str(dotted)) for rule, dotted in json.loads(msg[4:4 + n])["tripwires"]])
+    except Exception:           # malformed: each child makes its own, as before
+        pass
+    gc.freeze()
 
 
 def _hand_over(spare: tuple[int, socket.socket], control: socket.socket, msg: bytes, fds: list[int]) -> int:
