@@ -57,11 +57,3 @@ def test_the_childs_tripwires_are_the_zygotes_and_record_the_same(workdir, prepa
     for o in (outcome, again):      # the tripwire's hit, then the operator watch's (aten::relu)
         assert [(h["rule"], h["via"], h["file"], h["line"]) for h in o.hits] == \
             [(rules.RELU.name, "torch.relu", "m.py", line), (rules.RELU.name, "aten::relu", "m.py", line)]
-
-
-def test_the_targets_are_every_patch_of_the_exercises_rules():
-    specs = list(catalog().values())
-    targets = tripwire_targets(specs)
-    assert targets == sorted(set(targets))
-    assert {d for _, d in targets} == {d for s in specs for r in s.forbidden for d in r.patch}
-    assert tripwire_targets([]) == []
