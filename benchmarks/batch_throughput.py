@@ -58,8 +58,10 @@ curriculum, every module of the catalog (`grader list`) in every submission:
      (the kernel's threads tearing namespaces and control groups down, other load); what is left of
      the overhead beyond it is grader batch's own (workers and zygotes started, results sent, stored
      and written as feedback, idle cores). With the full curriculum, the floor split the same way
-     beside it, and each part's excess over the floor's. The floor and the split are each measured
-     in a Python of their own, ended before the next timed run (see `apart`).
+     beside it, and each part's excess over the floor's. Then the same split kind by kind (correct,
+     buggy, hostile: each kind's submissions measured together, a submission's mean), beyond each
+     kind's own compute: where the overhead beyond the floor comes from. The floor and the split
+     are each measured in a Python of their own, ended before the next timed run (see `apart`).
 3. When nbgrader is importable: the same submissions as nbgrader notebooks, one per module, of
    one assignment as `grader notebooks` writes it (`attention`, or `curriculum` for the full
    curriculum: its source notebooks have locked test cells that grade in the kernel), released by
@@ -107,7 +109,7 @@ import tempfile
 import time
 import types
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
@@ -469,37 +471,50 @@ def isolation_floor(runs: int) -> Split:
     return spent / runs
 
 
-def where_it_goes(subs: str, students: list[str], names: list[str]) -> Split:
+def where_it_goes(subs: str, groups: dict[str, list[str]], names: list[str]) -> dict[str, Split]:
     """Core-seconds a submission, by who spends them, for the batch's own submissions graded again in
     this process as a worker grades them (a warm sandbox, the engine, two exercises at once), one
-    after another, after one unmeasured: what is left of grader batch's figure beyond this total is
+    after another, after one unmeasured: what is left of grader batch's figure beyond the total is
     grader batch's own (its workers' and zygotes' start-up, results sent, stored and written as
-    feedback, cores left idle)."""
+    feedback, cores left idle). Measured group by group (`groups`: kind -> students), so each kind
+    of submission (correct, buggy, hostile) gets its own figure, a submission's mean in its group."""
     from grader import api
 
     config = _worker_config()
     settle()
+    first = next(s for students in groups.values() for s in students)
     with api.sandbox(config) as sandbox:
-        api.grade(os.path.join(subs, students[0]), names, config, sandbox=sandbox)
+        api.grade(os.path.join(subs, first), names, config, sandbox=sandbox)
         gc.freeze()
-        spent = cpu_split(lambda: [api.grade(os.path.join(subs, s), names, config, sandbox=sandbox) for s in students])
-    return spent / len(students)
+        return {kind: cpu_split(lambda students=students: [api.grade(os.path.join(subs, s), names, config,
+                                                                    sandbox=sandbox) for s in students])
+                / len(students) for kind, students in groups.items() if students}
+
+
+def combined(parts: dict[str, Split], groups: dict[str, list[str]]) -> Split:
+    """The mean submission of all `groups` from each group's mean `parts`."""
+    n = sum(len(groups[k]) for k in parts)
+    return Split(*(sum(getattr(parts[k], f) * len(groups[k]) for k in parts) / n
+                   for f in ("parent", "sandbox", "other")))
 
 
 _APART = ("import dataclasses, json, sys; sys.path.insert(0, 'benchmarks'); import batch_throughput as b; "
-          "print(json.dumps(dataclasses.asdict(getattr(b, sys.argv[1])(*json.loads(sys.argv[2])))))")
+          "r = getattr(b, sys.argv[1])(*json.loads(sys.argv[2])); "
+          "print(json.dumps({k: dataclasses.asdict(v) for k, v in r.items()} if isinstance(r, dict) "
+          "else dataclasses.asdict(r)))")
 
 
-def apart(function: str, *args: object) -> Split:
-    """The Split `function(*args)` of this module returns, measured in a Python of its own. A sandbox
-    started in this process would leave its kernel counters with its keeper until this process ends
-    (grader.sandbox.keeper): the next grader batch timed here would wait for them (settle), then open
-    its own beside them, slower."""
+def apart(function: str, *args: object) -> Any:
+    """The Split (or dict of Splits) `function(*args)` of this module returns, measured in a Python of
+    its own. A sandbox started in this process would leave its kernel counters with its keeper until
+    this process ends (grader.sandbox.keeper): the next grader batch timed here would wait for them
+    (settle), then open its own beside them, slower."""
     p = subprocess.run([sys.executable, "-c", _APART, function, json.dumps(args)], cwd=ROOT, capture_output=True,
                        text=True, env=public_environment())
     if p.returncode != 0:
         sys.exit(p.stderr.strip()[-3000:] or f"{function} ended with exit code {p.returncode}")
-    return Split(**json.loads(p.stdout.splitlines()[-1]))
+    data = json.loads(p.stdout.splitlines()[-1])
+    return Split(**data) if "parent" in data else {k: Split(**v) for k, v in data.items()}
 
 
 def print_where_it_goes(overhead: float, own: float, parts: Split, floor: Split | None, count: int) -> None:
@@ -519,6 +534,21 @@ def print_where_it_goes(overhead: float, own: float, parts: Split, floor: Split 
 
 
 # -- grader batch -----------------------------------------------------------------------------------
+def print_by_kind(parts: dict[str, Split], groups: dict[str, list[str]], compute: dict[str, float],
+                  floor: Split | None) -> None:
+    """The same split, kind by kind: what a submission of each kind costs beyond its own compute (and
+    beyond the isolation floor), grader batch's own left out (it is not measured per submission).
+    A hostile submission's own compute counts only its worked-solution modules and the cases that ran
+    into the time limit: whatever else its code does (a forbidden API's first call, say) is overhead."""
+    print("    by kind of submission (core-s a submission, each kind's mean; grader batch's own not included):")
+    for kind, split in parts.items():
+        own = sum(compute.get(s, 0.0) for s in groups[kind]) / len(groups[kind])
+        beyond = f", beyond the floor {split.total - own - floor.total:.3f}" if floor is not None else ""
+        print(f"      {kind} ({len(groups[kind])}): grading parent {split.parent:.3f}, sandbox processes "
+              f"{split.sandbox:.3f} (own compute {own:.3f}), rest {split.other:.3f}; beyond its own compute "
+              f"{split.total - own:.3f}{beyond}")
+
+
 def run_batch(subs: Path, out: Path, jobs: int, names=(MODULE,), extra=()) -> float:
     cmd = [sys.executable, "-m", "grader", "batch", str(subs), "--out", str(out), *names, "--jobs", str(jobs), *extra]
     waited = settle()
@@ -781,8 +811,10 @@ def benchmark(args: argparse.Namespace, work: Path) -> None:
         print(f"  isolation floor: a submission of {count} exercises each as cheap as {FLOOR_EXERCISE} costs "
               f"{floor.total:.3f} core-s ({floor.total / count * 1000:.1f} core-ms an exercise; machine-wide CPU, the "
               f"mean of {args.floor_runs}); overhead beyond it {overhead - floor.total:.3f} s")
-    print_where_it_goes(overhead, own / args.n, apart("where_it_goes", str(subs), sorted(kinds), list(names)),
-                        floor, count)
+    groups = {k: [s for s in sorted(kinds) if kinds[s].split(":")[0] == k] for k in mix}
+    by_kind = apart("where_it_goes", str(subs), groups, list(names))
+    print_where_it_goes(overhead, own / args.n, combined(by_kind, groups), floor, count)
+    print_by_kind(by_kind, groups, compute, floor)
     print(f"  load average after: {os.getloadavg()[0]:.2f}")
 
     if args.no_nbgrader:

@@ -1,6 +1,6 @@
 """The benchmarks refuse a bad argument before measuring anything, with a message that says what to
 give (benchmarks/arguments.py), the sandbox breakdown measures any exercise of the catalog, and the
-batch benchmark's split of the CPU counts the sandbox's children where they ran."""
+batch benchmark's split of the CPU counts the sandbox's children where they ran and combines its kinds."""
 from __future__ import annotations
 
 import re
@@ -97,3 +97,21 @@ def test_the_batch_benchmark_counts_the_confined_children_as_the_sandbox():
     assert p.returncode == 0, p.stderr[-3000:]
     parent, sandbox, other = map(float, p.stdout.split())
     assert sandbox >= 0.25 and sandbox > 3 * parent, (parent, sandbox, other)
+
+
+KINDS = """
+import sys
+sys.path.insert(0, "benchmarks")
+import batch_throughput as bt
+parts = {"correct": bt.Split(1.0, 2.0, 0.0), "hostile": bt.Split(4.0, 8.0, 1.0)}
+mean = bt.combined(parts, {"correct": ["a", "b", "c"], "buggy": [], "hostile": ["d"]})
+print(mean.parent, mean.sandbox, mean.other)
+"""
+
+
+def test_the_kinds_split_combines_into_the_mean_submission():
+    """Each kind's split is a mean over its own submissions (a kind with none has no split): the
+    class's mean submission weighs each kind's by its count."""
+    p = subprocess.run([sys.executable, "-c", KINDS], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert tuple(map(float, p.stdout.split())) == (1.75, 3.5, 0.25)
