@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 
+import numpy
 import torch
 
 from grader.catalog.spec import Case, Verdict
@@ -92,7 +93,8 @@ def judge_glorot(case: Case, value, ref, tol) -> Verdict:
     w = value["draws"].double().flatten()
     n = w.numel()
     eps = _eps(n)
-    u = ((w.sort().values + a) / (2 * a)).clamp(0, 1)           # the uniform CDF at each sorted value
+    # numpy's sort gives the same values as torch's, ~6x sooner here (SIMD): ~20 ms of a submission
+    u = ((torch.from_numpy(numpy.sort(w.numpy())) + a) / (2 * a)).clamp(0, 1)   # the uniform CDF at each sorted value
     i = torch.arange(1, n + 1, dtype=torch.float64)
     ks = float(torch.maximum(i / n - u, u - (i - 1) / n).max())
     m2, m1 = float((w * w).mean()), float(w.mean())
