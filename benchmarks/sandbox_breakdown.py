@@ -105,6 +105,7 @@ def probe_zygote(control_fd: int) -> None:
             _timed(importlib.import_module(f"grader.sandbox.{module}"), attr, label)
         except ImportError:
             pass
+    _timed(child, "_staged", "child: staged files read")
     _timed(child, "confine", "confinement, all layers")
     _timed(child, "_load", "trusted substitutes imported")
     _timed(threads, "configure", "torch thread count")
@@ -196,6 +197,8 @@ def _install_parent(runs: list[list]) -> None:
         _timed(owner, "make_workdir", "parent: child folder made")
         _timed(owner, "copy_submission", "parent: student files copied")
         _timed(owner, "remove_workdir", "parent: child folder removed")
+    if hasattr(provision, "Staged"):        # a checkout whose children copy the submission's staged files
+        _timed(provision.Staged, "for_child", "parent: student files staged (once a submission)")
     _timed(engine, "load_submission", "parent: submission read")
     _timed(engine, "remove_stale_workdirs", "parent: stale folders swept")
     _timed(engine.static, "forbidden_hits", "parent: static scan")
@@ -303,6 +306,7 @@ ORDER = [  # (label, what "bare" is, key of the bare figure or None), in the ord
     ("parent: cases built", "", None), ("parent: references computed", "", None),
     ("parent: cases and references (kept per process)", "", None),
     ("parent: child folder made", "", None), ("parent: student files copied", "", None),
+    ("parent: student files staged (once a submission)", "", None),
     ("parent: folder given to the private uid", "", None), ("parent: control group created", "", None),
     ("parent: Landlock read paths listed", "", None), ("parent: read paths checked world-readable", "", None),
     ("parent: request sent to the zygote", "", None),
@@ -310,6 +314,7 @@ ORDER = [  # (label, what "bare" is, key of the bare figure or None), in the ord
     ("zygote: request received", "", None),
     ("child: request in hand -> ready reply sent", "", None),
     ("fork: zygote -> child running", "fork of a Python without torch", "fork bare"),
+    ("child: staged files read", "", None),
     ("confinement, all layers", "", None),
     ("control group: join", "", None), ("own session and process group", "", None),
     ("rlimit: read VmSize", "", None), ("rlimit: address space", "", None), ("rlimit: file size", "", None),

@@ -169,7 +169,9 @@ def _counting_opens(sandbox, monkeypatch):
     opened, real = [], type(sandbox).open
 
     def counted(self, workdir, module, **kwargs):
-        with open(f"{workdir}/{module}.py") as f:
+        staged = kwargs.get("staged")       # (folder, [name in workdir, name there]): the child copies them
+        path = f"{staged[0]}/{dict(staged[1])[f'{module}.py']}" if staged else f"{workdir}/{module}.py"
+        with open(path) as f:
             opened.append((module, f.read()))
         return real(self, workdir, module, **kwargs)
     monkeypatch.setattr(type(sandbox), "open", counted)

@@ -7,12 +7,14 @@ Stages use only the public methods below.
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable, Collection
 
 from grader.config import Config
+from grader.sandbox.provision import Staged, copy_submission
 from grader.sandbox.runner import Sandbox
 from grader.submission.loader import Submission
 
@@ -51,6 +53,7 @@ class Context:
     _loads: dict[str, ModuleLoad] = field(default_factory=dict, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _module_locks: dict[str, threading.Lock] = field(default_factory=dict, init=False, repr=False)
+    staged: Staged = field(default_factory=Staged, init=False, repr=False)   # removed once it is graded
 
     def remaining(self) -> float:
         """Seconds left of the submission's time limit (negative once it is used up)."""
@@ -69,6 +72,21 @@ class Context:
                 with self._lock:
                     self._loads[module] = load
             return load
+
+    def child_options(self, files: dict[str, str], compiled: Collection[str], workdir: str) -> dict[str, Any]:
+        """How a child of this submission gets `files` and the bytecode of `compiled`, and what else it is
+        opened with. Where the sandbox gives each child a private uid (run as root: grader.sandbox.runner),
+        which can neither write them nor read another submission's, the files are staged once for all of
+        the submission's children, and each child copies those it gets (grader.sandbox.provision.Staged);
+        elsewhere they are written into its `workdir`, its own. A real sandbox's children also share the
+        submission's memory budget (grader.sandbox.budgets), and the kernel counts their forbidden
+        kernels during each call (grader.sandbox.native_watch); a stand-in (the notebook front-end's,
+        in process) gets nothing more."""
+        real = isinstance(self.sandbox, Sandbox)
+        staged = self.staged.for_child(files, compiled) if real and os.geteuid() == 0 else None
+        if staged is None:
+            copy_submission(files, workdir, compiled)
+        return {"submission": f"{id(self):x}", "count_kernels": True, "staged": staged} if real else {}
 
     def files_for(self, module: str) -> dict[str, str]:
         """The files a child gets to run `module`: those it was graded with (salvaged if it had

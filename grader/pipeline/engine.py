@@ -78,6 +78,7 @@ def grade(submission_path: str, specs: list[ExerciseSpec], config: Config,
                 graded = dict(zip(order, pool.map(lambda i: _guarded(specs[i], ctx), order)))
             exercises = performance.run(tuple(graded[i] for i in range(len(specs))), specs, ctx, cuda=cuda)
     finally:
+        ctx.staged.remove()
         if own:
             sandbox.shutdown()
     broken = tuple(f"{m}.py does not import as written: {why}" for m, why in ctx.import_errors())

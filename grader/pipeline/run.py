@@ -26,8 +26,8 @@ from grader.pipeline.cases import tolerance
 from grader.pipeline.context import Context, ModuleLoad
 from grader.pipeline.judge import ProbeError, judge
 from grader.results import CaseResult, FailureKind
-from grader.sandbox.provision import copy_submission, make_workdir, remove_workdir
-from grader.sandbox.runner import Outcome, Sandbox, Session
+from grader.sandbox.provision import make_workdir, remove_workdir
+from grader.sandbox.runner import Outcome, Session
 
 # Importing the module and a session's first call (lazy torch initialisation) get at least this
 # long, however short the per-call limit: a loaded machine must not turn start-up into a timeout.
@@ -89,14 +89,10 @@ class CaseRunner:
 
     def _start(self, files: dict[str, str], limit: float) -> tuple[str, Session]:
         """A fresh child with `files` and the module imported: (its folder, its session)."""
-        workdir = make_workdir("grader-")
-        copy_submission(files, workdir, static.import_closure(self.spec.module, files))
+        workdir, closure = make_workdir("grader-"), static.import_closure(self.spec.module, files)
         rules = [asdict(r) for r in self.spec.forbidden]
         self._import_limit = limit
-        # one submission's exercises share its memory budget (grader.sandbox.budgets); the kernel counts
-        # their forbidden kernels during each call (grader.sandbox.native_watch)
-        shared = {"submission": f"{id(self.ctx):x}", "count_kernels": True} if isinstance(self.ctx.sandbox, Sandbox) \
-            else {}
+        shared = self.ctx.child_options(files, closure, workdir)    # its files, what it shares with others
         try:
             session = self.ctx.sandbox.open(workdir, self.spec.module, forbidden=rules,
                                             substitutes=dict(self.spec.depends), driver=self.spec.driver,

@@ -38,8 +38,13 @@ def write_beside(module: str, data: bytes, workdir: str) -> None:
     if pyc is None:
         return
     os.makedirs(os.path.join(workdir, FOLDER), exist_ok=True)
-    with open(os.path.join(workdir, FOLDER, f"{module}.{sys.implementation.cache_tag}.pyc"), "wb") as f:
+    with open(os.path.join(workdir, beside(module)), "wb") as f:
         f.write(pyc)
+
+
+def beside(module: str) -> str:
+    """Where the child's import looks for `module`'s bytecode, relative to the folder of its source."""
+    return os.path.join(FOLDER, f"{module}.{sys.implementation.cache_tag}.pyc")
 
 
 @functools.lru_cache(maxsize=64)

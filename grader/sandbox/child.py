@@ -100,6 +100,18 @@ def _recorded(name: str, fn: Any, called: set[str]) -> Any:
     return substitute
 
 
+def _staged(staged: dict[str, Any] | None) -> dict[str, bytes] | None:
+    """The files the parent staged for this child (grader.sandbox.provision.Staged), by their names in
+    its working folder, read before it is confined; None: the folder holds them already."""
+    if not staged:
+        return None
+    files = {}
+    for name, kept in staged["files"]:
+        with open(os.path.join(staged["folder"], kept), "rb") as f:
+            files[name] = f.read()
+    return files
+
+
 def serve(sock: socket.socket, setup: dict[str, Any]) -> None:
     workdir = setup["workdir"]
     # Trusted code the child needs is imported before the path is narrowed to the student's folder.
@@ -109,7 +121,7 @@ def serve(sock: socket.socket, setup: dict[str, Any]) -> None:
                     setup.get("uid"), bool(setup.get("isolate_network", True)),
                     setup.get("read_paths", []), bool(setup.get("keep_read_cap", True)),
                     setup.get("cgroup_procs", []), setup.get("cgroup_missing", []),
-                    int(setup.get("folder_bytes", 256 << 20)))
+                    int(setup.get("folder_bytes", 256 << 20)), _staged(setup.get("staged")))
     os.chdir(workdir)
     sys.path[:] = [workdir] + [p for p in sys.path if p and os.path.isdir(p)
                                 and not os.path.exists(os.path.join(p, "solutions"))

@@ -66,7 +66,9 @@ def _vm_size() -> int:
 
 def confine(workdir: str, memory_bytes: int, file_bytes: int, uid: int | None, isolate_network: bool,
             read_paths: list[str] = (), keep_read_cap: bool = True, cgroup_procs: list[str] = (),
-            cgroup_missing: list[str] = (), folder_bytes: int = 256 << 20) -> list[str]:
+            cgroup_missing: list[str] = (), folder_bytes: int = 256 << 20,
+            files: dict[str, bytes] | None = None) -> list[str]:
+    """`files`: what to write into the working folder (name -> bytes), None when it holds them already."""
     notes: list[str] = []
     libc = _libc()
     missing = list(cgroup_missing) + cgroups.join(list(cgroup_procs))   # first: all it starts is a member
@@ -87,9 +89,11 @@ def confine(workdir: str, memory_bytes: int, file_bytes: int, uid: int | None, i
             notes.append("no network namespace")
         if libc.unshare(CLONE_NEWIPC) != 0:      # System V IPC objects die with the child's namespace
             notes.append("no IPC namespace")
-        notes += mounts.private_view(workdir, uid, folder_bytes, libc, read_paths)
+        notes += mounts.private_view(workdir, uid, folder_bytes, libc, read_paths, files)
         resource.setrlimit(resource.RLIMIT_NPROC, (MAX_PROCESSES, MAX_PROCESSES))   # counted per uid
         _drop_to(uid, libc, keep_read_cap)
+    elif files is not None:             # no private view: the folder on disk gets them
+        mounts.write_files(workdir, files, None)
     libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     if not _landlock(workdir, list(read_paths), libc):
         notes.append("no Landlock")

@@ -30,12 +30,18 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVA
 SCRATCH = {"/tmp": 1 << 20, "/var/tmp": 1 << 20, "/run": 1 << 20}
 
 
-def private_view(workdir: str, uid: int, folder_bytes: int, libc=None, read_paths=()) -> list[str]:
+def private_view(workdir: str, uid: int, folder_bytes: int, libc=None, read_paths=(),
+                 files: dict[str, bytes] | None = None) -> list[str]:
     """Enter a new mount namespace with the views above; returns notes on what could not be done.
-    `read_paths`: what the child may read (Landlock's list); those beneath a hidden folder stay."""
+    `read_paths`: what the child may read (Landlock's list); those beneath a hidden folder stay.
+    `files`: the working folder's files (name -> bytes), read from a staging folder before /tmp was
+    covered (grader.sandbox.provision.Staged); None: the parent wrote them into the folder."""
     libc = libc or ctypes.CDLL(None, use_errno=True)
-    files = _read_flat(workdir)         # before /tmp is covered: the parent wrote them there
+    staged = files is not None
+    files = files if staged else _read_flat(workdir)    # before /tmp is covered: the parent wrote them there
     if libc.unshare(CLONE_NEWNS) != 0 or not _mount(libc, None, "/", None, MS_REC | MS_PRIVATE):
+        if staged:                      # the folder on disk gets them, as when the parent wrote them
+            write_files(workdir, files, uid)
         return ["no mount namespace (host sockets and temporary folders are visible)"]
     notes = []
     for path, size in SCRATCH.items():
@@ -60,15 +66,10 @@ def private_view(workdir: str, uid: int, folder_bytes: int, libc=None, read_path
     os.makedirs(workdir, mode=0o700, exist_ok=True)
     if _mount(libc, "tmpfs", workdir, "tmpfs", MS_NOSUID | MS_NODEV,
               f"size={folder_bytes},mode=700,uid={uid},gid={uid}"):
-        for name, data in files.items():
-            path = os.path.join(workdir, name)
-            if not os.path.isdir(os.path.dirname(path)):
-                os.mkdir(os.path.dirname(path), 0o700)
-                os.chown(os.path.dirname(path), uid, uid)
-            with open(path, "wb") as f:
-                f.write(data)
-            os.chown(path, uid, uid)
+        write_files(workdir, files, uid)
     else:
+        if staged:
+            write_files(workdir, files, uid)
         notes.append("no size limit on the working folder")
     for hide in ("hidepid=invisible", "hidepid=2"):
         if _mount(libc, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, hide):
@@ -76,6 +77,21 @@ def private_view(workdir: str, uid: int, folder_bytes: int, libc=None, read_path
     else:
         notes.append("no private /proc (other processes are visible)")
     return notes
+
+
+def write_files(workdir: str, files: dict[str, bytes], uid: int | None) -> None:
+    """Write `files` (name in the folder -> bytes; a name has at most one subfolder) into `workdir`,
+    owned by `uid` (None: by whoever writes them)."""
+    for name, data in files.items():
+        path = os.path.join(workdir, name)
+        if not os.path.isdir(os.path.dirname(path)):
+            os.mkdir(os.path.dirname(path), 0o700)
+            if uid is not None:
+                os.chown(os.path.dirname(path), uid, uid)
+        with open(path, "wb") as f:
+            f.write(data)
+        if uid is not None:
+            os.chown(path, uid, uid)
 
 
 def _beneath(folder: str, paths) -> list[str]:

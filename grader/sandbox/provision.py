@@ -6,6 +6,7 @@ folders, the kernel's views; not the grader package, not the course folder aroun
 from __future__ import annotations
 
 import atexit
+import hashlib
 import os
 import re
 import shutil
@@ -103,7 +104,58 @@ def copy_submission(modules: dict[str, str], workdir: str, compiled: Collection[
 
 
 def remove_workdir(workdir: str) -> None:
-    shutil.rmtree(workdir, ignore_errors=True)
+    try:
+        os.rmdir(workdir)       # a child's folder, empty on disk where its files were its own (Staged)
+    except OSError:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+class Staged:
+    """One submission's files, written once into a folder of their own for all of its children: a
+    child reads the ones it gets from here before it is confined and writes them into its private
+    working folder itself (grader.sandbox.mounts), so the parent writes each file once a submission,
+    not once a child (~0.45 ms of its CPU a child), and a child's folder on disk stays empty. Only
+    for children that get a private uid, which cannot write here (grader.pipeline.context). A file
+    is kept under the hash of its bytes: the same module salvaged, or as an importer gets it, is
+    another file. Thread-safe: a submission's exercises are graded side by side."""
+
+    def __init__(self) -> None:
+        self.folder = ""
+        self._kept: dict[str, list] = {}    # source -> [hash, its bytecode written? (None: not asked yet)]
+        self._lock = threading.Lock()
+
+    def for_child(self, modules: dict[str, str], compiled: Collection[str] = ()) -> tuple[str, list[list[str]]]:
+        """(this folder, [name in the child's folder, name here]) for the sources of `modules` (name ->
+        source) and the bytecode of those of `compiled`: what copy_submission would write."""
+        pairs = []
+        with self._lock:
+            if not self.folder:
+                self.folder = make_workdir("grader-files-")
+            for module, source in modules.items():
+                kept = self._kept.get(source)
+                if kept is None:
+                    data = source.encode("utf-8")
+                    kept = self._kept[source] = [hashlib.sha256(data).hexdigest(), None]
+                    self._write(f"{kept[0]}.py", data)
+                pairs.append([f"{module}.py", f"{kept[0]}.py"])
+                if module in compiled and kept[1] is None:      # compiled once a child is to import it
+                    pyc = bytecode.compiled(source.encode("utf-8")) if sys.implementation.cache_tag else None
+                    if pyc is not None:
+                        self._write(f"{kept[0]}.pyc", pyc)
+                    kept[1] = pyc is not None
+                if module in compiled and kept[1]:
+                    pairs.append([bytecode.beside(module), f"{kept[0]}.pyc"])
+            return self.folder, pairs
+
+    def _write(self, name: str, data: bytes) -> None:
+        with open(os.path.join(self.folder, name), "wb") as f:
+            f.write(data)
+
+    def remove(self) -> None:
+        with self._lock:
+            if self.folder:
+                remove_workdir(self.folder)
+            self.folder, self._kept = "", {}
 
 
 # -- working folders, and the stale ones of a grader killed from outside ---------------------------

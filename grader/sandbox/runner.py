@@ -84,10 +84,13 @@ class Sandbox:
 
     def open(self, workdir: str, module: str, *, forbidden: list[dict[str, Any]] = (),
              substitutes: dict[str, str] | None = None, driver: str | None = None,
-             import_timeout: float = 10.0, submission: str = "", count_kernels: bool = False) -> "Session":
+             import_timeout: float = 10.0, submission: str = "", count_kernels: bool = False,
+             staged: tuple[str, list[list[str]]] | None = None) -> "Session":
         """A child with `module` imported; `submission` names the submission it belongs to, whose
         children share one memory budget (grader.sandbox.budgets); `count_kernels`: the kernel counts
-        the forbidden rules' native kernels during each call (grader.sandbox.native_watch)."""
+        the forbidden rules' native kernels during each call (grader.sandbox.native_watch); `staged`:
+        (folder, [name in workdir, name there]) of the files the child copies into its empty `workdir`
+        itself (grader.sandbox.provision.Staged), where without it `workdir` holds them already."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         out_r, out_w = os.pipe()
         uid = None
@@ -107,7 +110,8 @@ class Sandbox:
                  "file_bytes": self.limits.file_bytes, "folder_bytes": self.limits.folder_bytes,
                  "threads": self.limits.threads, "uid": uid,
                  "isolate_network": self.limits.isolate_network, "cgroup_procs": procs,
-                 "cgroup_missing": cgroups.missing_controllers(group) if uid is not None else []}
+                 "cgroup_missing": cgroups.missing_controllers(group) if uid is not None else [],
+                 "staged": {"folder": staged[0], "files": staged[1]} if staged else None}
         payload = json.dumps(setup).encode()
         try:
             with self._lock:
