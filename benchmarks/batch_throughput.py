@@ -533,7 +533,6 @@ def print_where_it_goes(overhead: float, own: float, parts: Split, floor: Split 
               f"{batch_own:.3f}")
 
 
-# -- grader batch -----------------------------------------------------------------------------------
 def print_by_kind(parts: dict[str, Split], groups: dict[str, list[str]], compute: dict[str, float],
                   floor: Split | None) -> None:
     """The same split, kind by kind: what a submission of each kind costs beyond its own compute (and
@@ -549,6 +548,7 @@ def print_by_kind(parts: dict[str, Split], groups: dict[str, list[str]], compute
               f"{split.total - own:.3f}{beyond}")
 
 
+# -- grader batch -----------------------------------------------------------------------------------
 def run_batch(subs: Path, out: Path, jobs: int, names=(MODULE,), extra=()) -> float:
     cmd = [sys.executable, "-m", "grader", "batch", str(subs), "--out", str(out), *names, "--jobs", str(jobs), *extra]
     waited = settle()
