@@ -45,10 +45,6 @@ def listing():
             with open(path, "rb") as f:
                 out[path] = [hashlib.sha256(f.read()).hexdigest(), os.stat(path).st_uid == os.getuid()]
     return out
-
-
-def host_folder_entries(path):
-    return sorted(os.listdir(path))
 '''
 FILES = {"lister": LISTER, "helper": "VALUE = 1\n", "unrelated": "def g():\n    return 2\n"}
 
