@@ -33,6 +33,8 @@ REFUSED = [   # (script, arguments, what the message says)
     ("batch_throughput.py", ["--nbgrader-n", "-3"], "argument --nbgrader-n: -3 is too few"),
     ("batch_throughput.py", ["--floor-runs", "0"], "argument --floor-runs: 0 is too few"),
     ("cluster_throughput.py", ["--tasks", "0"], "argument --tasks: 0 is too few"),
+    ("counter_closes.py", ["--counters", "0"], "argument --counters: 0 is too few"),
+    ("counter_closes.py", ["--runs", "x"], "argument --runs: 'x' is not a whole number"),
     ("calibrate_perf.py", ["--budget", "0"], "argument --budget: 0: give a number of seconds above 0"),
     ("calibrate_perf.py", ["attention.causal_mask"], "not an exercise with a performance check"),
     ("gpu_timing_quality.py", ["--budget", "nan"], "give a number of seconds above 0"),

@@ -396,3 +396,41 @@ def test_a_keeper_waits_while_a_grader_runs(sandbox):
     from grader.sandbox import keeper
     sandbox.start()
     assert keeper.graders_running()
+
+
+def test_a_keeper_pauses_after_each_close(monkeypatch):
+    """Closed one after another, counters return at once and their removals pile up in the kernel,
+    where they hold up every fork on the machine for seconds (benchmarks/counter_closes.py). The
+    keeper pauses after each close: the counters it closes at once as well as those it keeps."""
+    import os
+    import socket
+    import subprocess
+    import time
+    import types
+
+    from grader.sandbox import keeper
+    events: list[str] = []
+    real_close = os.close
+    fake_os = types.SimpleNamespace(**{k: getattr(os, k) for k in dir(os) if not k.startswith("__")})
+    fake_os.close = lambda fd: (events.append("close"), real_close(fd))
+    monkeypatch.setattr(keeper, "os", fake_os)
+    monkeypatch.setattr(keeper, "time", types.SimpleNamespace(monotonic=time.monotonic,
+                                                              sleep=lambda s: events.append(f"pause {s:g}")))
+    monkeypatch.setattr(keeper, "graders_running", lambda: False)
+    monkeypatch.setattr(keeper.resource, "setrlimit", lambda *a: None)
+    gone = subprocess.Popen(["true"])
+    gone.wait()                 # the grading process: ended already
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    pipes = [os.pipe() for _ in range(5)]
+    socket.send_fds(ours, [b"close"], [r for r, _ in pipes[:2]])
+    socket.send_fds(ours, [b"keep"], [r for r, _ in pipes[2:]])
+    for r, _ in pipes:
+        real_close(r)
+    ours.close()
+    keeper.main(theirs.detach(), gone.pid)
+    assert keeper.PAUSE_S > 0
+    assert events == ["close", f"pause {keeper.PAUSE_S:g}"] * 5
+    for _, w in pipes:          # every read end closed: the write ends have no reader left
+        with pytest.raises(BrokenPipeError):
+            os.write(w, b"x")
+        real_close(w)
