@@ -8,7 +8,10 @@
 2. `grader check` of solutions/, whole and of one chapter (attention), as subprocesses writing the
    JSON report; with --perf, the whole check again with the performance checks on;
 3. per-exercise overhead: grading one cheap exercise (causal_mask) through the engine with a warm
-   sandbox, against calling the worked solution on the same cases directly.
+   sandbox, against calling the worked solution on the same cases directly;
+4. `grader batch`'s parent: the CPU it spends on one submission's result as a worker sends it (the
+   worked solutions of the whole curriculum, graded once): parsed, its three feedback files
+   written, its gradebook row committed; the median over 20.
 
 Each line gives the median wall time over the repeats and its ratio to a baseline named on the
 line. Every timed process starts once no earlier one's kernel counters are still being closed
@@ -62,6 +65,33 @@ with Sandbox(limits_from(config)) as sandbox:
     time.sleep(0.5)                                               # putting its memory in huge pages
     graded = median(lambda: grade("solutions", [spec], config, sandbox=sandbox), %d)
 print(len(cases), direct, graded)
+"""
+
+BATCH_PARENT = """
+import io, json, os, statistics, tempfile, time
+from grader import api
+from grader.catalog import select
+from grader.config import load_config
+from grader.frontends.batch import run as batch
+from grader.frontends.batch.discover import Entry
+from grader.frontends.batch.executors import Done, Task
+from grader.frontends.batch.gradebook import Gradebook
+from grader.frontends.batch.progress import Progress
+from grader.results import to_dict
+config, specs = load_config("autograde.toml", env={}), select([])
+sent = json.dumps(to_dict(api.grade("solutions", [s.id for s in specs], config)), sort_keys=True)
+with tempfile.TemporaryDirectory(prefix="grader-cost-") as out:
+    book = Gradebook(os.path.join(out, "gradebook.sqlite"))
+    recorder = batch._Recorder(out, book, book.begin_run("s", [], 1, "t"), "s", specs, config, batch.Summary(),
+                               Progress(21, 0, io.StringIO(), tty=False))
+    def handle(i):
+        t0 = time.process_time()
+        recorder.done(Done(Task(f"s{i}", "solutions"), sent), Entry(f"s{i}", "solutions", "folder"), "h")
+        return time.process_time() - t0
+    handle(0)                   # imports, templates
+    took = statistics.median(handle(i) for i in range(1, 21))
+    book.close()
+print(took)
 """
 
 
@@ -172,6 +202,10 @@ def main() -> int:
     direct, graded = [rows[t][1] for t in trees], [rows[t][2] for t in trees]
     show(f"causal_mask: its {int(rows[ROOT][0])} cases, called directly", direct)
     show("causal_mask: graded (child, wire, compare)", graded, ("direct calls", direct))
+
+    print("\n4. grader batch's parent, one submission's result (CPU)")
+    handled = [printed(t, BATCH_PARENT)[-1] for t in trees]
+    show("parsed, feedback written, row committed", handled)
     print(f"\n(load average now {os.getloadavg()[0]:.1f})")
     return 0
 

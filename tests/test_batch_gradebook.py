@@ -151,3 +151,33 @@ def test_regrading_resets_the_penalty_until_it_is_assessed_again(tmp_path):
     book.record(run, "alice", "p", "h2", "s1", "graded", result(points=1.0))
     (row,) = book.rows()
     assert (row.score, row.penalty, row.final, row.late) == (1.0, 0.0, 1.0, None)
+
+
+def test_a_workers_result_is_stored_as_it_was_sent(tmp_path, sandbox, config):
+    """A worker sends its result's JSON with the keys sorted, and the gradebook stores that text
+    instead of encoding the parsed result again: byte for byte what it would have written, for a
+    result with mismatches, heatmaps, an infinite error and NaN outputs in it."""
+    from fixtures.batch.build import make_class
+    from grader.catalog import select
+    from grader.frontends.batch.executors import Task, grade_one, parse
+    from grader.results import to_dict
+
+    changes = {"causal_mask": "inverted",
+               "scaled_dot_product_attention": "def scaled_dot_product_attention(Q, K, V, mask=None):\n"
+                                               "    return torch.full_like(V, float('-inf'))\n",
+               "positional_encoding": "def positional_encoding(T, d_model):\n"
+                                      "    return torch.full((T, d_model), float('nan'))\n"}
+    subs = make_class(tmp_path / "subs", {"c": changes})
+    names = [s.id for s in select(["attention"])]
+    done = grade_one(Task("c", str(subs / "c")), names, config, sandbox)
+    result = parse(done)
+    assert done.result_json == json.dumps(to_dict(result), sort_keys=True)
+    book = Gradebook(str(tmp_path / "g.sqlite"))
+    book.record(book.begin_run("s", names, 1, "t"), "c", "p", "h", "s", "graded", result, encoded=done.result_json)
+    (row,) = book.rows()
+    assert row.result == result
+    stored = sqlite3.connect(str(tmp_path / "g.sqlite")).execute("SELECT result FROM submissions").fetchone()[0]
+    assert stored == done.result_json
+    cases = [c for e in json.loads(stored)["exercises"] for c in e["cases"]]
+    assert any(c["heatmaps"] for c in cases) and any(m["mismatches"] for c in cases for m in c["comparisons"])
+    assert '"max_abs_error": Infinity' in stored and '"actual": null' in stored    # inf kept, NaN as null

@@ -62,7 +62,8 @@ class Task:
 @dataclass(frozen=True)
 class Done:
     task: Task
-    result_json: str | None          # to_dict(SubmissionResult) as JSON; None unless GRADED
+    result_json: str | None          # to_dict(SubmissionResult) as JSON, keys sorted (the gradebook
+                                     # stores it as it is); None unless GRADED
     error: str = ""                  # what went wrong, when not GRADED
     seconds: float = 0.0             # wall time in the worker
     outcome: Outcome | None = None   # None: GRADED when result_json is set, else GRADER_ERROR
@@ -106,8 +107,10 @@ def grade_one(task: Task, names: list[str], config: Config, sandbox: Sandbox, *,
         if label is not None and label != task.path:
             from grader.frontends.batch.transfer import relabel
             data = relabel(data, task.path, label)
-        # Python's JSON: an error figure can be inf (a -inf/nan output), written as Infinity
-        return Done(Task(task.student, label or task.path), json.dumps(data), seconds=time.monotonic() - start)
+        # Python's JSON: an error figure can be inf (a -inf/nan output), written as Infinity. Keys
+        # sorted, as the gradebook keeps a result: it stores this text, not a second encoding of it.
+        return Done(Task(task.student, label or task.path), json.dumps(data, sort_keys=True),
+                    seconds=time.monotonic() - start)
     except Exception:                # the engine never raises for a bad submission: a grader bug
         return Done(Task(task.student, label or task.path), None, traceback.format_exc(limit=8),
                     time.monotonic() - start)

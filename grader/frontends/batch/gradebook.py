@@ -188,9 +188,11 @@ class Gradebook:
                 self.db.execute("SELECT student, content_hash, settings_hash, state FROM submissions")}
 
     def record(self, run_id: int, student: str, path: str, content_hash: str, settings_hash: str,
-               state: str, result: SubmissionResult, message: str = "") -> None:
-        """Store one student's result: all of it in one transaction, replacing any older row."""
-        data = json.dumps(to_dict(result), sort_keys=True)
+               state: str, result: SubmissionResult, message: str = "", encoded: str | None = None) -> None:
+        """Store one student's result: all of it in one transaction, replacing any older row.
+        `encoded`: the result's JSON as a worker sent it (keys sorted, grader.frontends.batch.executors),
+        stored as it is; without it, the result is encoded here."""
+        data = json.dumps(to_dict(result), sort_keys=True) if encoded is None else encoded
         with self.transaction():
             self.db.execute("DELETE FROM submissions WHERE student=?", (student,))
             self.db.execute(f"INSERT INTO submissions ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})",

@@ -165,7 +165,7 @@ class _Recorder:
     def done(self, d: Done, entry: Entry, digest: str) -> None:
         if d.outcome is Outcome.GRADED:
             result = parse(d)
-            self.record(entry, digest, result, _state(result))
+            self.record(entry, digest, result, _state(result), encoded=d.result_json)
         elif d.outcome is Outcome.WORKER_LOST:       # the submission's own crash, after the retries
             self.placeholder(entry, digest, "graded", f"CRASHED: the process grading your submission died each of "
                              f"the {d.lost} times it was tried (killed or out of memory), so it is recorded as "
@@ -182,9 +182,11 @@ class _Recorder:
         self.record(entry, digest, _placeholder(entry.path, self.specs, self.config, status, message), state,
                     detail)
 
-    def record(self, entry: Entry, digest: str, result: SubmissionResult, state: str, detail: str = "") -> None:
+    def record(self, entry: Entry, digest: str, result: SubmissionResult, state: str, detail: str = "",
+               encoded: str | None = None) -> None:
         outputs.write_student(self.out, entry.student, result, self.config.visibility)
-        self.book.record(self.run_id, entry.student, entry.path, digest, self.settings, state, result, detail)
+        self.book.record(self.run_id, entry.student, entry.path, digest, self.settings, state, result, detail,
+                         encoded)
         _tally(self.summary, entry.student, result, state)
         self.progress.update(entry.student, result.score, result.max_score, state.replace("_", " "),
                              result.score < result.max_score,
