@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from grader.catalog import catalog
@@ -102,7 +103,7 @@ def test_capstone_adam_does_not_import_dynamo():
     assert p.stdout.strip() == "False", p.stdout + p.stderr
 
 
-def test_the_operator_watch_sees_the_capstones_forward_not_the_graders_backward(monkeypatch):
+def test_the_operator_watch_sees_the_capstones_forward_not_the_graders_own_work(monkeypatch):
     from torch._C import _len_torch_dispatch_stack
     spec = catalog()["transformer.transformer_forward"]
     monkeypatch.syspath_prepend(str(ROOT / "solutions"))     # the course modules it imports
@@ -114,13 +115,38 @@ def test_the_operator_watch_sees_the_capstones_forward_not_the_graders_backward(
         stack.append(_len_torch_dispatch_stack())
         return module.transformer_forward(*args)
     rules = [{"name": "forward softmax", "aten": ("aten::_softmax",)},
-             {"name": "backward softmax", "aten": ("_softmax_backward",)}]
+             {"name": "backward softmax", "aten": ("_softmax_backward",)},
+             {"name": "weights", "aten": ("aten::randn",)},
+             {"name": "batches", "aten": ("aten::randint", "aten::flip")},
+             {"name": "loss", "aten": ("aten::_log_softmax", "aten::nll_loss")},
+             {"name": "optimizer", "aten": ("aten::_fused_adam",)}]
     hits = tripwires.Hits()
     with tripwires.AtenWatch(rules, hits):
         capstone_training.train(forward, {**capstone_training.task(0), "steps": 3, "eval_size": 4})
         assert _len_torch_dispatch_stack() == 1
     assert {h["rule"] for h in hits.items} == {"forward softmax"}, hits.items
     assert stack == [1] * 4                       # three training steps and the held-out pass, watched
+
+
+def test_the_capstone_refuses_logits_of_a_tensor_subclass(monkeypatch):
+    spec = catalog()["transformer.transformer_forward"]
+    monkeypatch.syspath_prepend(str(ROOT / "solutions"))
+    monkeypatch.setattr(sys, "modules", dict(sys.modules))
+    module = _solution_with_substitutes("transformer", spec.depends)
+    ran = []
+
+    class Logits(torch.Tensor):          # student code that would run inside the grader's unwatched work
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            ran.append(func)
+            return super().__torch_function__(func, types, args, kwargs or {})
+
+    def forward(*args):
+        return module.transformer_forward(*args).as_subclass(Logits)
+    ran.clear()
+    with pytest.raises(capstone_training.CapstoneError, match="not a plain torch.Tensor"):
+        capstone_training.train(forward, {**capstone_training.task(0), "steps": 3, "eval_size": 4})
+    assert not ran, ran
 
 
 def test_a_substitute_runs_outside_the_operator_watch_and_the_students_code_inside():

@@ -80,35 +80,50 @@ class Adam:
                            weight_decay=0.0, eps=1e-8, amsgrad=False, maximize=False)
 
 
+def _plain(logits: Any) -> Any:
+    """The forward's output, refused if it is a tensor subclass: the grader's unwatched work on the
+    logits (the loss, the held-out copy) must run none of the student's code."""
+    if isinstance(logits, torch.Tensor) and type(logits) is not torch.Tensor:
+        raise CapstoneError(f"training: transformer_forward returned an instance of {type(logits).__name__}, not "
+                            "a plain torch.Tensor: return a real tensor (subclasses are not accepted)")
+    return logits
+
+
 def train(forward, cfg: dict) -> dict[str, Any]:
-    """Adam on the student's forward, fixed seed."""
-    gen = torch.Generator().manual_seed(cfg["seed"])
-    vocab = FIRST_SYMBOL + cfg["symbols"]
-    params = model_params(gen, vocab, vocab, cfg["d_model"], cfg["d_ff"], cfg["layers"], cfg["layers"])
-    weights = [t.requires_grad_(True) for t in leaves(params)]
-    opt = Adam(weights, cfg["lr"])
+    """Adam on the student's forward, fixed seed. Only the student's forward runs in the operator
+    watch: the grader's own tensor work around it (weights, batches, the loss, its backward, the
+    optimizer, the held-out set) is set aside from it (unwatched): two thirds of the operators it saw."""
+    with unwatched():
+        gen = torch.Generator().manual_seed(cfg["seed"])
+        vocab = FIRST_SYMBOL + cfg["symbols"]
+        params = model_params(gen, vocab, vocab, cfg["d_model"], cfg["d_ff"], cfg["layers"], cfg["layers"])
+        weights = [t.requires_grad_(True) for t in leaves(params)]
+        opt = Adam(weights, cfg["lr"])
     losses = []
     for _ in range(cfg["steps"]):
-        src, tgt_in, tgt_out = _batch(gen, cfg, cfg["batch"])
-        logits = forward(src, tgt_in, params, cfg["heads"])
+        with unwatched():
+            src, tgt_in, tgt_out = _batch(gen, cfg, cfg["batch"])
+        logits = _plain(forward(src, tgt_in, params, cfg["heads"]))
         if not isinstance(logits, torch.Tensor) or tuple(logits.shape) != (*tgt_in.shape, vocab):
             raise CapstoneError(f"training: transformer_forward returned {getattr(logits, 'shape', type(logits))}, "
                                 f"expected logits of shape {(*tgt_in.shape, vocab)}")
-        loss = F.cross_entropy(logits.reshape(-1, vocab), tgt_out.reshape(-1))
-        if not loss.requires_grad:
-            raise CapstoneError("training: your logits do not depend differentiably on params (no gradient "
-                                "reaches the weights): avoid .detach(), .item(), .numpy(), torch.no_grad() "
-                                "and building new tensors from values inside transformer_forward")
-        with unwatched():       # torch's derivatives of the forward's operators, which the watch saw
-            opt.zero_grad()
+        with unwatched():
+            loss = F.cross_entropy(logits.reshape(-1, vocab), tgt_out.reshape(-1))
+            if not loss.requires_grad:
+                raise CapstoneError("training: your logits do not depend differentiably on params (no gradient "
+                                    "reaches the weights): avoid .detach(), .item(), .numpy(), torch.no_grad() "
+                                    "and building new tensors from values inside transformer_forward")
+            opt.zero_grad()     # torch's derivatives of the forward's operators, which the watch saw
             loss.backward()
             opt.step()
-        losses.append(float(loss.detach()))
-    held_out = eval_set(cfg)
+            losses.append(float(loss.detach()))
+    with unwatched():
+        held_out = eval_set(cfg)
     with torch.no_grad():
-        logits = forward(held_out["src"], held_out["tgt_in"], params, cfg["heads"])
-    return {"logits": logits.detach().clone(), "losses": losses[:: max(1, len(losses) // 10)] + losses[-1:],
-            "params": clone(params)}
+        logits = _plain(forward(held_out["src"], held_out["tgt_in"], params, cfg["heads"]))
+    with unwatched():
+        return {"logits": logits.detach().clone(), "losses": losses[:: max(1, len(losses) // 10)] + losses[-1:],
+                "params": clone(params)}
 
 
 def driver(module, name: str, *args, **kwargs):

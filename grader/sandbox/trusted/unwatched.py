@@ -3,9 +3,11 @@
 The watch (grader.sandbox.tripwires.AtenWatch) is a dispatch mode: every ATen operator that runs
 while it is on crosses into Python (~10 us each), to see whether the student's code reached a
 forbidden kernel by some route. The grader's trusted code (a substitute standing in for a function
-the graded one calls, the capstone's backward pass and optimizer step) is plain tensor operations
-that never reach one (grader.sandbox.trusted), so watching it finds nothing and costs most of the
-watch's time: in the capstone, the grader's layers are ~95% of a forward pass's operators.
+the graded one calls; the capstone's weights, batches, loss, backward pass and optimizer step) is
+the grader's, not the student's: watching it costs most of the watch's time (in the capstone, the
+grader's layers are ~95% of a forward pass's operators, and its training loop two thirds of what is
+left), and a hit there would be a false one wherever a rule names an operator it uses (the loss is
+log_softmax and nll_loss).
 
 Everything else stays in force there: the attribute tripwires, and the kernel's count of forbidden
 kernels (grader.sandbox.native_watch, authoritative, where the machine offers it) over the whole
