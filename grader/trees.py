@@ -7,8 +7,9 @@ from typing import Any, Callable
 import torch
 
 
-# Leaves tree_map keeps as they are and holds nothing inside: a tuple or list of only these is
-# rebuilt in one step (a reference of bpe_encode is ~45,000 tokens, copied for every submission).
+# Plain values: tree_map keeps them as they are, and nothing inside them is mapped. A tuple or list
+# of only these is rebuilt in one step (a reference of bpe_encode is ~45,000 tokens, copied for
+# every submission).
 _ATOMS = frozenset({bytes, str, int, float, bool, type(None)})
 
 
