@@ -13,21 +13,31 @@ is changed, and the grader pays nothing for them when it runs normally):
   Landlock), the tripwires, the student's import, each call, the reply's encoding. A child
   sends its spans (time.monotonic(), which is the same clock in every process) back inside
   the replies it sends anyway, under a key the parent ignores.
-Each step's figure is the median over the runs of its total in one run. Beside it, the same
-step done without the sandbox ("bare"): a fork of a Python that has not imported torch, the
-module imported in this process, the function called directly, no encoding... Timings on a
-shared machine move with its load, which is printed.
+Each step's figure is the median over the runs of its total in one run, with the page faults its
+thread took meanwhile that read nothing from disk (getrusage: a child's are mostly the copies of
+the zygote's memory it writes to, and the zygote's code it first runs; the fork's are those of
+a new child until its first line of Python, the interpreter's own after-fork work included).
+Beside it, the same step done without the sandbox ("bare"): a fork of a Python that has not
+imported torch, the module imported in this process, the function called directly, no
+encoding... Timings on a shared machine move with its load, which is printed.
 """
 from __future__ import annotations
 
 import os
+import resource
 import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HERE = os.path.dirname(os.path.abspath(__file__))
-_spans: list[list] = []         # [label, start, end] in time.monotonic() seconds
+_spans: list[list] = []         # [label, start, end, page faults] (time.monotonic() seconds)
 TRACE_KEY = "_breakdown_trace"
+
+
+def _faults() -> int:
+    """Page faults this thread has taken so far that needed no disk read: in a child forked from the
+    zygote, mostly copies of the zygote's pages it writes to (copy on write)."""
+    return resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
 
 
 def _timed(owner, attr: str, label) -> None:
@@ -37,11 +47,11 @@ def _timed(owner, attr: str, label) -> None:
         return
 
     def wrapper(*args, **kwargs):
-        t0 = time.monotonic()
+        t0, f0 = time.monotonic(), _faults()
         try:
             return original(*args, **kwargs)
         finally:
-            _spans.append([label(args, kwargs) if callable(label) else label, t0, time.monotonic()])
+            _spans.append([label(args, kwargs) if callable(label) else label, t0, time.monotonic(), _faults() - f0])
     wrapper.__wrapped__ = original
     setattr(owner, attr, wrapper)
 
@@ -50,7 +60,6 @@ def _timed(owner, attr: str, label) -> None:
 def probe_zygote(control_fd: int) -> None:
     """The zygote's main, with the child-side instruments installed before it forks anyone."""
     import importlib
-    import resource
     import socket
     import types
 
@@ -61,16 +70,19 @@ def probe_zygote(control_fd: int) -> None:
 
     real_fork, real_recv_fds = os.fork, socket.recv_fds
 
-    def recv_fds(*args, **kwargs):
+    forked = "fork: zygote -> child running"
+
+    def recv_fds(*args, **kwargs):      # a child's spans start here, its fork's kept (it was forked ahead)
         got = real_recv_fds(*args, **kwargs)
-        _spans[:] = [["zygote: request received", time.monotonic(), time.monotonic()]]
+        _spans[:] = [s for s in _spans if s[0] == forked] + [["zygote: request received", time.monotonic(),
+                                                               time.monotonic(), 0]]
         return got
 
     def fork():
         t0 = time.monotonic()
         pid = real_fork()
-        if pid == 0:
-            _spans.append(["fork: zygote -> child running", t0, time.monotonic()])
+        if pid == 0:        # none of the zygote's spans; a new process's count of faults starts at 0
+            _spans[:] = [[forked, t0, time.monotonic(), _faults()]]
         return pid
     socket.recv_fds, os.fork = recv_fds, fork
 
@@ -89,11 +101,11 @@ def probe_zygote(control_fd: int) -> None:
             self._libc = libc
 
         def unshare(self, flag):
-            t0 = time.monotonic()
+            t0, f0 = time.monotonic(), _faults()
             try:
                 return self._libc.unshare(flag)
             finally:
-                _spans.append([flags.get(flag, f"unshare {flag:#x}"), t0, time.monotonic()])
+                _spans.append([flags.get(flag, f"unshare {flag:#x}"), t0, time.monotonic(), _faults() - f0])
 
         def __getattr__(self, name):
             return getattr(self._libc, name)
@@ -120,12 +132,12 @@ def probe_zygote(control_fd: int) -> None:
         def wrapper(*args, **kwargs):
             if inside[0]:
                 return fn(*args, **kwargs)
-            inside[0], t0 = 1, time.monotonic()
+            inside[0], t0, f0 = 1, time.monotonic(), _faults()
             try:
                 return fn(*args, **kwargs)
             finally:
                 inside[0] = 0
-                _spans.append(["call: the student's function", t0, time.monotonic()])
+                _spans.append(["call: the student's function", t0, time.monotonic(), _faults() - f0])
         wrapper.__wrapped__ = fn
         return wrapper
 
@@ -141,10 +153,10 @@ def probe_zygote(control_fd: int) -> None:
         by name (a tripwire resolving `torch.nn.LSTMCell`) is left alone: its time is its caller's."""
         if name != student[0] and not name.startswith("grader"):
             return real_import(name, package)
-        t0 = time.monotonic()
+        t0, f0 = time.monotonic(), _faults()
         module = real_import(name, package)
         _spans.append([f"import {name}" if name.startswith("grader") else "student module imported",
-                       t0, time.monotonic()])
+                       t0, time.monotonic(), _faults() - f0])
         if name == student[0]:
             for attr in dir(module):        # the student's own functions: their time alone
                 fn = getattr(module, attr)
@@ -157,19 +169,19 @@ def probe_zygote(control_fd: int) -> None:
     real_send, real_main, entered = wire.send, child.main, []
 
     def main(*args, **kwargs):
-        entered.append(time.monotonic())
+        entered.append((time.monotonic(), _faults()))
         return real_main(*args, **kwargs)
     child.main = main
 
     def send(sock, obj):
-        t0 = time.monotonic()
+        t0, f0 = time.monotonic(), _faults()
         if isinstance(obj, dict) and "ready" in obj and entered:
-            _spans.append(["child: request in hand -> ready reply sent", entered[0], t0])
+            _spans.append(["child: request in hand -> ready reply sent", entered[0][0], t0, f0 - entered[0][1]])
         if isinstance(obj, dict):       # spans so far travel in the reply the child sends anyway
             obj = {**obj, TRACE_KEY: [s for s in _spans]}
             _spans.clear()
         real_send(sock, obj)
-        _spans.append(["wire: send (child, encode included)", t0, time.monotonic()])
+        _spans.append(["wire: send (child, encode included)", t0, time.monotonic(), _faults() - f0])
     wire.send = send
     zygote.main(control_fd)
 
@@ -371,14 +383,16 @@ def measure(tree: str, exercise: str, runs: int) -> dict:
             if graded.points != graded.max_points:
                 sys.exit(f"{exercise}'s worked solution in {tree} did not pass ({graded.points:g} of "
                          f"{graded.max_points:g}): {graded.message}")
-    sums, counts = [], []
+    sums, counts, faults = [], [], []
     for spans in spans_of[1:]:
         sums.append({})
         counts.append({})
-        for label, t0, t1 in spans:
+        faults.append({})
+        for label, t0, t1, taken in spans:
             sums[-1][label] = sums[-1].get(label, 0.0) + (t1 - t0)
             counts[-1][label] = counts[-1].get(label, 0) + 1
-    return {"tree": tree, "sums": sums, "counts": counts, "totals": totals, "load": load,
+            faults[-1][label] = faults[-1].get(label, 0) + taken
+    return {"tree": tree, "sums": sums, "counts": counts, "faults": faults, "totals": totals, "load": load,
             "bare": _bare(exercise, max(runs, 10))}
 
 
@@ -396,8 +410,11 @@ def _table(results: list[dict], exercise: str) -> None:
     loads = ", ".join(f"{r['load']:.1f}" for r in results)
     print(f"{exercise} graded {runs} times per tree on {os.cpu_count()} CPUs (load average "
           f"{loads}); one grade = {children:g} children, "
-          f"{calls:g} calls ({bare['cases']} cases)\nmedian per grade; 'per' is per child or per call\n")
-    head = "".join(f" {os.path.basename(r['tree'].rstrip('/')) or r['tree']:>10} {'per':>8}" for r in results)
+          f"{calls:g} calls ({bare['cases']} cases)\nmedian per grade; 'per' is per child or per call; 'faults': "
+          f"page faults without a disk read, in the thread of the step (in a child: mostly copies of the "
+          f"zygote's pages it wrote to)\n")
+    head = "".join(f" {os.path.basename(r['tree'].rstrip('/')) or r['tree']:>10} {'per':>8} {'faults':>6}"
+                   for r in results)
     print(f"  {'step':<50}{head}   {'bare':>8}  what bare is")
     labels = [x[0] for x in ORDER] + [lbl for r in results for s in r["sums"] for lbl in s]
     extra = {x[0]: x[1:] for x in ORDER}
@@ -410,11 +427,13 @@ def _table(results: list[dict], exercise: str) -> None:
         cols = ""
         for r in results:
             total, per = median_of(r, label)
-            cols += f" {total * 1e3:8.2f}ms " + (f"{per * 1e3:6.2f}ms" if per is not None else " " * 8)
+            taken = statistics.median(f.get(label, 0) for f in r["faults"])
+            cols += (f" {total * 1e3:8.2f}ms " + (f"{per * 1e3:6.2f}ms" if per is not None else " " * 8)
+                     + f" {taken:6.0f}")
         shown = f"{bare[key] * 1e3:6.2f}ms" if key and bare[key] is not None else f"{'-':>8}"
         top = label.startswith(("parent", "open", "import check", "teardown: close", "call: round"))
         print(f"  {('' if top else '  ') + label:<50}{cols}   {shown}  {what}")
-    ends = "".join(f" {statistics.median(r['totals']) * 1e3:8.2f}ms {'':8}" for r in results)
+    ends = "".join(f" {statistics.median(r['totals']) * 1e3:8.2f}ms {'':8} {'':6}" for r in results)
     print(f"\n  {'one grade of the exercise, end to end':<50}{ends}")
     print(f"  (a fork of a Python with torch imported, bare: {bare['fork with torch'] * 1e3:.2f} ms; "
           f"load average now {os.getloadavg()[0]:.1f})")
@@ -444,7 +463,7 @@ def main() -> int:
             _table([result], args.exercise)
         return 0
     trees = [args.tree, args.against]
-    merged = {t: {"tree": t, "sums": [], "counts": [], "totals": [], "loads": []} for t in trees}
+    merged = {t: {"tree": t, "sums": [], "counts": [], "faults": [], "totals": [], "loads": []} for t in trees}
     for _ in range(args.rounds):
         for tree in trees:
             out = subprocess.run([sys.executable, __file__, "--json", "--tree", tree, "--runs", str(args.runs),
@@ -452,7 +471,7 @@ def main() -> int:
             if out.returncode:
                 sys.exit(f"measuring {tree} failed:\n{out.stderr.strip()[-2000:]}")
             got = json.loads(out.stdout.splitlines()[-1])
-            for key in ("sums", "counts", "totals"):
+            for key in ("sums", "counts", "faults", "totals"):
                 merged[tree][key] += got[key]
             merged[tree]["loads"].append(got["load"])
             merged[tree]["bare"] = got["bare"]
