@@ -42,7 +42,8 @@ curriculum, every module of the catalog (`grader list`) in every submission:
      all count as overhead;
    - where the wall time went, from the gradebook's graded_at (whole seconds): until the first
      result, until the last, and after the last until grader batch's output closed (its workers'
-     exit included), with a worker's mean time per submission;
+     exit included), with a worker's mean time per submission; and the machine's busy and idle
+     core-seconds meanwhile (/proc/stat: other load on the machine counts as busy);
    - full curriculum: the isolation floor, what a submission costs when every one of its exercises
      is as cheap as the cheapest (attention.causal_mask's worked solution, once for each exercise
      of the curriculum: one confined child each, the submission copied into each child's folder,
@@ -56,11 +57,13 @@ curriculum, every module of the catalog (`grader list`) in every submission:
      the sandbox's processes (its child processes: the zygote with the confined children it reaped,
      the keeper), of which the students' own compute above, and the rest of the machine
      (the kernel's threads tearing namespaces and control groups down, other load); what is left of
-     the overhead beyond it is grader batch's own (workers and zygotes started, results sent, stored
-     and written as feedback, idle cores). With the full curriculum, the floor split the same way
-     beside it, and each part's excess over the floor's. Then the same split kind by kind (correct,
-     buggy, hostile: each kind's submissions measured together, a submission's mean), beyond each
-     kind's own compute: where the overhead beyond the floor comes from. The floor and the split
+     the overhead beyond it is grader batch's own: the cores it left idle, and the CPU it spent beyond
+     the split (workers and zygotes started, results sent, stored and written as feedback, and every
+     process running slower beside the batch's other processes than alone). With the full
+     curriculum, the floor split the same way beside it, and each part's excess over the floor's.
+     Then the same split kind by kind (correct, buggy, hostile: each kind's submissions measured
+     together, a submission's mean), beyond each kind's own compute: where the overhead beyond the
+     floor comes from. The floor and the split
      are each measured in a Python of their own, ended before the next timed run (see `apart`).
 3. When nbgrader is importable: the same submissions as nbgrader notebooks, one per module, of
    one assignment as `grader notebooks` writes it (`attention`, or `curriculum` for the full
@@ -517,14 +520,18 @@ def apart(function: str, *args: object) -> Any:
     return Split(**data) if "parent" in data else {k: Split(**v) for k, v in data.items()}
 
 
-def print_where_it_goes(overhead: float, own: float, parts: Split, floor: Split | None, count: int) -> None:
+def print_where_it_goes(overhead: float, own: float, parts: Split, floor: Split | None, count: int,
+                        idle: float) -> None:
     """The batch's overhead a submission taken apart: the grading parent, the sandbox's processes beyond
-    the students' own compute, the rest of the machine, grader batch's own; beside the isolation floor's."""
+    the students' own compute, the rest of the machine, grader batch's own (of which `idle`: its cores
+    left idle, a submission's share); beside the isolation floor's."""
     batch_own = overhead - (parts.total - own)
     print(f"  where a submission's CPU goes (the same submissions graded again apart, one after another, as a worker "
           f"grades; core-s a submission): grading parent {parts.parent:.3f}, sandbox processes {parts.sandbox:.3f} "
           f"(the students' own compute {own:.3f}, the sandbox's {parts.sandbox - own:.3f}), rest of the machine "
-          f"{parts.other:.3f}: {parts.total:.3f}; grader batch's own beyond that {batch_own:.3f}")
+          f"{parts.other:.3f}: {parts.total:.3f}; grader batch's own beyond that {batch_own:.3f} (cores left idle "
+          f"{idle:.3f}; CPU spent {batch_own - idle:.3f}: the workers' and zygotes' start-up, results sent, stored and "
+          f"written, and each process's CPU running slower beside the others than alone)")
     if floor is not None:
         print(f"    of which the isolation floor: grading parent {floor.parent:.3f}, sandbox processes "
               f"{floor.sandbox:.3f}, rest {floor.other:.3f} ({floor.total / count * 1000:.1f} core-ms an exercise); "
@@ -554,10 +561,11 @@ def run_batch(subs: Path, out: Path, jobs: int, names=(MODULE,), extra=()) -> fl
     waited = settle()
     if waited > 1:
         print(f"  (waited {waited:.0f} s for an earlier grader's kernel counters to be closed)")
-    start, started = time.monotonic(), time.time()
+    start, started, busy = time.monotonic(), time.time(), _busy_core_seconds()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=public_environment())
     wall = time.monotonic() - start
     _PHASES[out] = (started, time.time())
+    _BUSY[out] = _busy_core_seconds() - busy
     if proc.returncode not in (0, 3):
         sys.exit(f"grader batch failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     if proc.returncode == 3:
@@ -566,6 +574,7 @@ def run_batch(subs: Path, out: Path, jobs: int, names=(MODULE,), extra=()) -> fl
 
 
 _PHASES: dict[Path, tuple[float, float]] = {}      # out -> (epoch when grader batch started, when it ended)
+_BUSY: dict[Path, float] = {}       # out -> the machine's busy core-seconds while grader batch ran (the rest: idle)
 
 
 def phases(out: Path) -> str:
@@ -805,7 +814,9 @@ def benchmark(args: argparse.Namespace, work: Path) -> None:
     print(f"grader batch: {args.n} in {wall:.1f} s = {rate:.1f} submissions/min")
     print(f"  per submission: {wall * cores / args.n:.3f} core-s on {cores} cores, of which the student's own compute "
           f"{own / args.n:.3f} s; overhead {overhead:.3f} s (target <= {target:g} s)")
-    print(f"  wall: {phases(out)}")
+    idle = max(0.0, wall * cores - _BUSY[out]) / args.n
+    print(f"  wall: {phases(out)}; machine-wide, {_BUSY[out] / args.n:.3f} core-s a submission busy, "
+          f"{idle:.3f} idle")
     floor, count = (apart("isolation_floor", args.floor_runs), len(select(modules))) if full else (None, 0)
     if floor is not None:
         print(f"  isolation floor: a submission of {count} exercises each as cheap as {FLOOR_EXERCISE} costs "
@@ -813,7 +824,7 @@ def benchmark(args: argparse.Namespace, work: Path) -> None:
               f"mean of {args.floor_runs}); overhead beyond it {overhead - floor.total:.3f} s")
     groups = {k: [s for s in sorted(kinds) if kinds[s].split(":")[0] == k] for k in mix}
     by_kind = apart("where_it_goes", str(subs), groups, list(names))
-    print_where_it_goes(overhead, own / args.n, combined(by_kind, groups), floor, count)
+    print_where_it_goes(overhead, own / args.n, combined(by_kind, groups), floor, count, idle)
     print_by_kind(by_kind, groups, compute, floor)
     print(f"  load average after: {os.getloadavg()[0]:.2f}")
 
