@@ -63,8 +63,8 @@ curriculum, every module of the catalog (`grader list`) in every submission:
      curriculum, the floor split the same way beside it, and each part's excess over the floor's.
      Then the same split kind by kind (correct, buggy, hostile: each kind's submissions measured
      together, a submission's mean), beyond each kind's own compute: where the overhead beyond the
-     floor comes from. The floor and the split
-     are each measured in a Python of their own, ended before the next timed run (see `apart`).
+     floor comes from. The floor and the split are each measured in a Python of their own, ended
+     before the next timed run (see `apart`).
 3. When nbgrader is importable: the same submissions as nbgrader notebooks, one per module, of
    one assignment as `grader notebooks` writes it (`attention`, or `curriculum` for the full
    curriculum: its source notebooks have locked test cells that grade in the kernel), released by
