@@ -231,10 +231,15 @@ def _install_parent(runs: list[list]) -> None:
     _timed(runner.socket, "send_fds", "parent: request sent to the zygote")
     _timed(runner.Sandbox, "open", "open: request to ready child (parent's wait)")
     _timed(runner.Session, "call", "call: round trip (parent)")
-    _timed(runner.Session, "close", "teardown: close (exit, kill, group, uid sweep)")
+    _timed(runner.Session, "close", "teardown: close (exit, kill, group, uid)")
     _timed(runner.Session, "kill", "teardown: kill (signals and waits)")
     _timed(cgroups.Group, "remove", "teardown: control group frozen, killed, removed")
-    _timed(runner, "_kill_uid", "teardown: sweep of /proc for the private uid")
+    try:
+        uids = importlib.import_module("grader.sandbox.uids")
+        _timed(uids, "reserve", "parent: private uid reserved")
+        _timed(uids.PrivateUid, "end", "teardown: sweep of /proc for the private uid")
+    except ImportError:         # a checkout before grader.sandbox.uids
+        _timed(runner, "_kill_uid", "teardown: sweep of /proc for the private uid")
     _timed(runner.time, "sleep", "time.sleep() in the parent (waiting)")
     _timed(run, "judge", "parent: judge (compare, mistakes)")
     _timed(wire, "dumps", "wire: encode (parent)")
@@ -319,6 +324,7 @@ ORDER = [  # (label, what "bare" is, key of the bare figure or None), in the ord
     ("parent: cases and references (kept per process)", "", None),
     ("parent: child folder made", "", None), ("parent: student files copied", "", None),
     ("parent: student files staged (once a submission)", "", None),
+    ("parent: private uid reserved", "", None),
     ("parent: folder given to the private uid", "", None), ("parent: control group created", "", None),
     ("parent: Landlock read paths listed", "", None), ("parent: read paths checked world-readable", "", None),
     ("parent: request sent to the zygote", "", None),
@@ -344,7 +350,7 @@ ORDER = [  # (label, what "bare" is, key of the bare figure or None), in the ord
     ("wire: encode (child)", "reply encoded+decoded here, per case", "wire: a reply encoded and decoded"),
     ("wire: send (child, encode included)", "", None), ("wire: decode (parent)", "", None),
     ("parent: judge (compare, mistakes)", "", None),
-    ("teardown: close (exit, kill, group, uid sweep)", "", None),
+    ("teardown: close (exit, kill, group, uid)", "", None),
     ("teardown: kill (signals and waits)", "", None), ("time.sleep() in the parent (waiting)", "", None),
     ("teardown: control group frozen, killed, removed", "", None),
     ("teardown: sweep of /proc for the private uid", "", None),

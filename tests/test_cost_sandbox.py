@@ -20,7 +20,8 @@ import time
 import pytest
 
 from grader.sandbox import processes, provision
-from grader.sandbox.runner import Sandbox, _exists
+from grader.sandbox.processes import alive
+from grader.sandbox.runner import Sandbox
 
 # Each child reports what it finds of the markers an earlier one may have left, then leaves its own.
 PROBE = '''
@@ -125,7 +126,7 @@ def test_a_spare_killed_while_waiting_is_replaced(own_sandbox):
     for _ in range(2):
         spare = _the_spare(zygote)
         os.kill(spare, signal.SIGKILL)
-        processes.wait_gone(spare, 30, _exists)
+        processes.wait_gone(spare, 30)
         session, workdir = _session(own_sandbox, "after a killed spare")
         outcome = session.call("report", plain=True, timeout=60)
         session.close()
@@ -140,8 +141,8 @@ def test_no_spare_outlives_the_sandbox():
     spares = [_the_spare(sandbox._zygote.pid)]
     sandbox.shutdown()
     for pid in spares:
-        processes.wait_gone(pid, 30, _exists)
-        assert not _exists(pid)
+        processes.wait_gone(pid, 30)
+        assert not alive(pid)
 
 
 def test_wait_gone_returns_when_the_process_ends_zombie_or_not():
@@ -149,18 +150,18 @@ def test_wait_gone_returns_when_the_process_ends_zombie_or_not():
     are the zygote's) and one of ours left a zombie: both end the wait, long before its limit."""
     p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.2)"])
     t0 = time.monotonic()
-    processes.wait_gone(p.pid, 120, _exists)
+    processes.wait_gone(p.pid, 120)
     assert time.monotonic() - t0 < 60 and p.poll() is not None     # a zombie until polled
     sh = subprocess.run(["sh", "-c", "sleep 0.2 & echo $!"], capture_output=True, text=True)
     grandchild = int(sh.stdout.strip())
     t0 = time.monotonic()
-    processes.wait_gone(grandchild, 120, _exists)
-    assert time.monotonic() - t0 < 60 and not _exists(grandchild)
-    processes.wait_gone(grandchild, 120, _exists)       # already gone: returns at once
+    processes.wait_gone(grandchild, 120)
+    assert time.monotonic() - t0 < 60 and not alive(grandchild)
+    processes.wait_gone(grandchild, 120)       # already gone: returns at once
     p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     t0 = time.monotonic()
-    processes.wait_gone(p.pid, 0.2, _exists)            # still running: the limit ends the wait
-    assert _exists(p.pid) and time.monotonic() - t0 >= 0.19
+    processes.wait_gone(p.pid, 0.2)            # still running: the limit ends the wait
+    assert alive(p.pid) and time.monotonic() - t0 >= 0.19
     p.kill()
     p.wait()
 

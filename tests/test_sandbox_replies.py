@@ -13,7 +13,7 @@ import time
 import pytest
 
 from conftest import statuses
-from grader.sandbox import runner
+from grader.sandbox import processes, runner
 from grader.sandbox.provision import copy_submission
 from grader.sandbox.runner import Sandbox
 
@@ -83,7 +83,7 @@ def _processes(marker: str) -> list[int]:
 def _gone(marker: str, pids: tuple[int, ...] = ()) -> bool:
     """Neither a helper with `marker` nor any of `pids` is alive (a moment's grace to be reaped)."""
     for _ in range(50):
-        if not _processes(marker) and not any(runner._exists(p) for p in pids):
+        if not _processes(marker) and not any(processes.alive(p) for p in pids):
             return True
         time.sleep(0.02)
     return False

@@ -10,12 +10,20 @@ from __future__ import annotations
 import os
 import select
 import time
-from typing import Callable
 
 
-def wait_gone(pid: int, seconds: float, alive: Callable[[int], bool]) -> None:
-    """Return once `pid` has ended or `seconds` have passed; `alive(pid)` is asked only where
-    the kernel has no pidfd (then polled every millisecond)."""
+def alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie has ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_gone(pid: int, seconds: float) -> None:
+    """Return once `pid` has ended or `seconds` have passed (where the kernel has no pidfd,
+    alive() is polled every millisecond)."""
     try:
         fd = os.pidfd_open(pid)
     except ProcessLookupError:

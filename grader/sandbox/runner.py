@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from grader.sandbox import budgets, cgroups, launch, native_watch, processes, provision, wire
+from grader.sandbox import budgets, cgroups, launch, native_watch, processes, provision, uids, wire
 from grader.sandbox.drain import Drain
 from grader.sandbox.replies import Outcome
 from grader.sandbox.replies import outcome as _outcome
@@ -93,9 +93,9 @@ class Sandbox:
         itself (grader.sandbox.provision.Staged), where without it `workdir` holds them already."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         out_r, out_w = os.pipe()
-        uid = None
-        if os.geteuid() == 0:
-            uid = 100000 + (int.from_bytes(os.urandom(3), "big") % 800000)
+        private = uids.reserve() if os.geteuid() == 0 else None
+        uid = private.uid if private else None
+        if private:
             provision.chown_tree(workdir, uid)
         within = self._budgets.enter(submission) if submission and uid is not None else ""
         group = cgroups.for_child(f"{within}grader-{os.getpid()}-{uid}", self.limits.memory_bytes) \
@@ -122,21 +122,23 @@ class Sandbox:
         except BaseException:
             if watch is not None:
                 watch.close()
+            if private:
+                private.end()
             raise
         theirs.close()
         os.close(out_w)
-        return Session(pid, uid, ours, out_r, self.limits, import_timeout, group, watch, unwatched,
+        return Session(pid, private, ours, out_r, self.limits, import_timeout, group, watch, unwatched,
                        (self._budgets, submission) if within else None)
 
 
 class Session:
     """One confined child with the student's module imported."""
 
-    def __init__(self, pid: int, uid: int | None, sock: socket.socket, out_fd: int, limits: Limits,
+    def __init__(self, pid: int, private: uids.PrivateUid | None, sock: socket.socket, out_fd: int, limits: Limits,
                  import_timeout: float, group: cgroups.Group | None = None,
                  watch: native_watch.Watch | None = None, unwatched: str = "",
                  budget: tuple[budgets.Budgets, str] | None = None) -> None:
-        self.pid, self.uid, self.sock, self.limits, self.group = pid, uid, sock, limits, group
+        self.pid, self.private, self.sock, self.limits, self.group = pid, private, sock, limits, group
         self.budget = budget    # (the submissions' budgets, this one's key): left when the child's group goes
         self.watch = watch      # the kernel's count of forbidden kernels (None: not counted, `unwatched` says why)
         self._kernels, self._final = (watch.kernels if watch else []), [0] * len(watch.kernels if watch else [])
@@ -219,11 +221,11 @@ class Session:
                 os.killpg(self.pid, sig)
             except (ProcessLookupError, PermissionError):
                 break
-            processes.wait_gone(self.pid, wait, _exists)
+            processes.wait_gone(self.pid, wait)
         if self.group is not None:       # every member at once: frozen processes cannot fork
             self._remove_group()
-        if self.uid is not None:
-            _kill_uid(self.uid)
+        if self.private is not None:
+            self.private.end()
         self._unwatch()
         return "stopped"
 
@@ -270,29 +272,3 @@ class Session:
     @property
     def output_total(self) -> int:
         return self.drain.total
-
-
-def _exists(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def _kill_uid(uid: int) -> None:
-    """Kill every process running as the child's private uid (catches setsid escapees)."""
-    for _ in range(3):
-        found = False
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:        # zombies are dead already: the zygote reaps them, no need to wait
-                if os.stat(f"/proc/{entry}").st_uid == uid and _exists(int(entry)):
-                    os.kill(int(entry), signal.SIGKILL)
-                    found = True
-            except (OSError, ProcessLookupError):
-                continue
-        if not found:
-            return
-        time.sleep(0.01)

@@ -1,0 +1,168 @@
+"""Private uids (grader.sandbox.uids): no two live children share one, on the whole machine, and
+every process of a child's uid dies at its teardown, wherever it went (its own session, a double
+fork), while no process of another uid does and the grader's threads keep root.
+"""
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import ROOT, processes_of
+from grader.sandbox import uids
+from grader.sandbox.provision import copy_submission
+from grader.sandbox.runner import Sandbox
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="private uids need root")
+
+BASE = 1_900_000 + os.getpid() % 10_000 * 10      # uids no grader hands out (they are < 900,000)
+
+
+def _daemon(uid: int, detach: bool) -> int:
+    """A process of `uid` sleeping a minute, not this process's child when `detach` (double-forked
+    into its own session, as an escaping student process would); returns its pid."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            if detach:
+                os.setsid()
+                if os.fork():
+                    os._exit(0)
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            os.write(w, str(os.getpid()).encode())
+            os.close(w)
+            time.sleep(60)
+        finally:
+            os._exit(0)
+    os.close(w)
+    got = int(os.read(r, 32))
+    os.close(r)
+    if detach:
+        os.waitpid(pid, 0)
+    return got
+
+
+def _gone(uids_: set[int], seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while processes_of(uids_) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return not processes_of(uids_)
+
+
+@pytest.fixture
+def daemons():
+    """Start daemons with daemons(uid, detach); whatever is left is killed afterwards."""
+    started = []
+
+    def start(uid: int, detach: bool = True) -> int:
+        pid = _daemon(uid, detach)
+        started.append(pid)
+        return pid
+    yield start
+    for pid in started:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    for pid in started:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+
+
+def _draws(monkeypatch, *values):
+    """Make the next draws of a uid FIRST + each of `values`, in order."""
+    left = list(values)
+    monkeypatch.setattr(uids.secrets, "randbelow", lambda n: left.pop(0))
+
+
+def _taken(uid: int) -> bool:
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.bind(b"\0grader-private-uid-%d" % uid)
+        return False
+    except OSError:
+        return True
+    finally:
+        probe.close()
+
+
+# -- the kill ---------------------------------------------------------------------------------------
+
+def test_kill_all_kills_every_process_of_the_uid_and_no_other(daemons):
+    target, other = BASE, BASE + 1
+    daemons(target), daemons(target, detach=False), daemons(target)
+    survivor = daemons(other)
+    assert len(processes_of({target})) == 3
+    uids.kill_all(target)
+    assert _gone({target})
+    assert processes_of({other}) == [survivor]
+    assert os.getresuid() == (0, 0, 0)
+
+
+# -- the reservation --------------------------------------------------------------------------------
+
+def test_a_uid_in_use_is_never_drawn_again_until_its_end(monkeypatch, daemons):
+    _draws(monkeypatch, 5, 5, 7, 5)
+    first = uids.reserve()
+    second = uids.reserve()                 # 5 again: taken, so the next draw
+    assert (first.uid, second.uid) == (uids.FIRST + 5, uids.FIRST + 7)
+    daemons(first.uid)
+    first.end()                             # its processes killed, then the uid freed
+    assert _gone({first.uid})
+    first.end()                             # a second end does nothing
+    third = uids.reserve()
+    assert third.uid == uids.FIRST + 5
+    second.end(), third.end()
+    assert not _taken(uids.FIRST + 5) and not _taken(uids.FIRST + 7)
+
+
+def test_a_uid_held_by_another_grader_is_not_drawn_and_is_free_once_that_grader_dies(monkeypatch):
+    held = uids.FIRST + 11
+    other = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nsys.path.insert(0, sys.argv[1])\nfrom grader.sandbox import uids\n"
+         "uids.secrets.randbelow = lambda n: 11\nheld = uids.reserve()\nprint(held.uid, flush=True)\n"
+         "time.sleep(60)", str(ROOT)],
+        stdout=subprocess.PIPE)
+    try:
+        assert int(other.stdout.readline()) == held
+        _draws(monkeypatch, 11, 12)
+        mine = uids.reserve()
+        assert mine.uid == uids.FIRST + 12
+        mine.end()
+    finally:
+        other.kill()
+        other.wait()
+    _draws(monkeypatch, 11)
+    again = uids.reserve()                  # the kernel freed the name with the process
+    assert again.uid == held
+    again.end()
+
+
+def test_no_uid_to_be_had_is_an_error_that_says_why(monkeypatch):
+    holder = uids.reserve()
+    monkeypatch.setattr(uids.secrets, "randbelow", lambda n: holder.uid - uids.FIRST)
+    with pytest.raises(OSError, match="no private uid could be reserved"):
+        uids.reserve()
+    holder.end()
+
+
+def test_a_childs_uid_is_reserved_while_it_lives(tmp_path):
+    """Through the sandbox: the uid the child runs as is taken until its session is closed."""
+    copy_submission({"m": "import os\n\ndef f():\n    return os.getuid()\n"}, str(tmp_path))
+    with Sandbox() as sb:
+        session = sb.open(str(tmp_path), "m")
+        got = session.call("f", plain=True)
+        assert got.kind == "ok", got
+        uid = got.value
+        assert uid == session.private.uid and uids.FIRST <= uid < uids.FIRST + uids.COUNT
+        assert _taken(uid)
+        session.close()
+        assert not _taken(uid)
