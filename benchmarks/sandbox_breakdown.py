@@ -237,9 +237,9 @@ def _install_parent(runs: list[list]) -> None:
     try:
         uids = importlib.import_module("grader.sandbox.uids")
         _timed(uids, "reserve", "parent: private uid reserved")
-        _timed(uids.PrivateUid, "end", "teardown: sweep of /proc for the private uid")
+        _timed(uids.PrivateUid, "end", "teardown: the private uid's processes killed")
     except ImportError:         # a checkout before grader.sandbox.uids
-        _timed(runner, "_kill_uid", "teardown: sweep of /proc for the private uid")
+        _timed(runner, "_kill_uid", "teardown: the private uid's processes killed")
     _timed(runner.time, "sleep", "time.sleep() in the parent (waiting)")
     _timed(run, "judge", "parent: judge (compare, mistakes)")
     _timed(wire, "dumps", "wire: encode (parent)")
@@ -353,7 +353,7 @@ ORDER = [  # (label, what "bare" is, key of the bare figure or None), in the ord
     ("teardown: close (exit, kill, group, uid)", "", None),
     ("teardown: kill (signals and waits)", "", None), ("time.sleep() in the parent (waiting)", "", None),
     ("teardown: control group frozen, killed, removed", "", None),
-    ("teardown: sweep of /proc for the private uid", "", None),
+    ("teardown: the private uid's processes killed", "", None),
     ("parent: child folder removed", "", None),
 ]
 

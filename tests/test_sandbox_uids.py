@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -105,6 +106,51 @@ def test_kill_all_kills_every_process_of_the_uid_and_no_other(daemons):
     assert _gone({target})
     assert processes_of({other}) == [survivor]
     assert os.getresuid() == (0, 0, 0)
+
+
+def test_only_the_calling_thread_takes_the_uid(daemons, monkeypatch):
+    """At the moment of the kill the calling thread runs as the uid and every other thread of the
+    grader as root; afterwards the calling thread is root again."""
+    target = BASE + 2
+    daemons(target)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    seen = {}
+    libc = uids._libc()
+
+    class Spy:
+        def syscall(self, *args):
+            return libc.syscall(*args)
+
+        def kill(self, pid, sig):
+            for tid in os.listdir("/proc/self/task"):
+                with open(f"/proc/self/task/{tid}/status") as f:
+                    seen[int(tid)] = next(line.split()[1:] for line in f if line.startswith("Uid:"))
+            return libc.kill(pid, sig)
+    monkeypatch.setattr(uids, "_libc", Spy)
+    try:
+        uids.kill_all(target)
+    finally:
+        stop.set()
+        other.join()
+    me = threading.get_native_id()
+    assert seen[me] == [str(target), str(target), "0", str(target)]    # real, effective, saved, filesystem
+    assert len(seen) >= 2 and all(ids == ["0"] * 4 for tid, ids in seen.items() if tid != me), seen
+    assert os.getresuid() == (0, 0, 0)
+    assert _gone({target})
+
+
+def test_without_the_system_call_the_processes_are_found_in_proc(daemons, monkeypatch):
+    target, other = BASE + 3, BASE + 4
+    daemons(target), daemons(target)
+    survivor = daemons(other)
+    monkeypatch.setattr(uids, "_SETRESUID", {})
+    assert uids._kill_as(target) is False           # nothing sent
+    assert len(processes_of({target})) == 2
+    uids.kill_all(target)
+    assert _gone({target})
+    assert processes_of({other}) == [survivor]
 
 
 # -- the reservation --------------------------------------------------------------------------------
