@@ -134,8 +134,8 @@ class Sandbox:
 class Session:
     """One confined child with the student's module imported."""
 
-    def __init__(self, pid: int, private: uids.PrivateUid | None, sock: socket.socket, out_fd: int, limits: Limits,
-                 import_timeout: float, group: cgroups.Group | None = None,
+    def __init__(self, pid: int, private: uids.PrivateUid | None, sock: socket.socket, out_fd: int,
+                 limits: Limits, import_timeout: float, group: cgroups.Group | None = None,
                  watch: native_watch.Watch | None = None, unwatched: str = "",
                  budget: tuple[budgets.Budgets, str] | None = None) -> None:
         self.pid, self.private, self.sock, self.limits, self.group = pid, private, sock, limits, group

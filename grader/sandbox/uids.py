@@ -79,13 +79,14 @@ def _kill_as(uid: int) -> bool:
     number = _SETRESUID.get(platform.machine())
     if number is None or os.getresuid() != (0, 0, 0):
         return False
-    libc = _libc()
-    if libc.syscall(number, uid, uid, 0) != 0:
+    libc, call = _libc(), ctypes.c_long(number)
+    if libc.syscall(call, ctypes.c_long(uid), ctypes.c_long(uid), ctypes.c_long(0)) != 0:
         return False
     try:
         libc.kill(-1, signal.SIGKILL)   # its result says nothing: 0 whenever any other process exists
     finally:
-        if libc.syscall(number, 0, 0, 0) != 0:     # allowed by the saved uid 0: never expected
+        root = ctypes.c_long(0)
+        if libc.syscall(call, root, root, root) != 0:     # allowed by the saved uid 0: never expected
             os.write(2, b"grader: a thread could not take root back after killing a child's processes\n")
             os._exit(70)
     return True
@@ -111,4 +112,6 @@ def _sweep(uid: int) -> None:
 
 @functools.cache
 def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long        # variadic: its arguments are given as c_long
+    return libc
