@@ -141,6 +141,30 @@ def test_only_the_calling_thread_takes_the_uid(daemons, monkeypatch):
     assert _gone({target})
 
 
+def test_an_exception_right_after_the_thread_took_the_uid_still_gives_root_back(daemons, monkeypatch):
+    """A signal's handler may raise in the main thread as soon as the call that took the uid returns."""
+    target = BASE + 5
+    daemons(target)
+    libc = uids._libc()
+
+    class Interrupted:
+        def syscall(self, *args):
+            got = libc.syscall(*args)
+            if args[1].value == target:
+                raise KeyboardInterrupt
+            return got
+
+        def kill(self, pid, sig):
+            return libc.kill(pid, sig)
+    monkeypatch.setattr(uids, "_libc", Interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        uids.kill_all(target)
+    assert os.getresuid() == (0, 0, 0)
+    monkeypatch.undo()
+    uids.kill_all(target)
+    assert _gone({target})
+
+
 def test_without_the_system_call_the_processes_are_found_in_proc(daemons, monkeypatch):
     target, other = BASE + 3, BASE + 4
     daemons(target), daemons(target)

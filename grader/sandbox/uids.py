@@ -79,13 +79,14 @@ def _kill_as(uid: int) -> bool:
     number = _SETRESUID.get(platform.machine())
     if number is None or os.getresuid() != (0, 0, 0):
         return False
-    libc, call = _libc(), ctypes.c_long(number)
-    if libc.syscall(call, ctypes.c_long(uid), ctypes.c_long(uid), ctypes.c_long(0)) != 0:
-        return False
+    libc, call, as_uid, root = _libc(), ctypes.c_long(number), ctypes.c_long(uid), ctypes.c_long(0)
+    # One try around both calls: an exception between them (a signal's handler, in the main thread)
+    # still takes root back; where the thread never left it, the same call changes nothing.
     try:
+        if libc.syscall(call, as_uid, as_uid, root) != 0:
+            return False
         libc.kill(-1, signal.SIGKILL)   # its result says nothing: 0 whenever any other process exists
     finally:
-        root = ctypes.c_long(0)
         if libc.syscall(call, root, root, root) != 0:     # allowed by the saved uid 0: never expected
             os.write(2, b"grader: a thread could not take root back after killing a child's processes\n")
             os._exit(70)
