@@ -157,10 +157,10 @@ def test_wait_gone_returns_when_the_process_ends_zombie_or_not():
     t0 = time.monotonic()
     processes.wait_gone(grandchild, 120)
     assert time.monotonic() - t0 < 60 and not alive(grandchild)
-    processes.wait_gone(grandchild, 120)       # already gone: returns at once
+    processes.wait_gone(grandchild, 120)    # already gone: returns at once
     p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     t0 = time.monotonic()
-    processes.wait_gone(p.pid, 0.2)            # still running: the limit ends the wait
+    processes.wait_gone(p.pid, 0.2)         # still running: the limit ends the wait
     assert alive(p.pid) and time.monotonic() - t0 >= 0.19
     p.kill()
     p.wait()
