@@ -16,7 +16,8 @@ sweep of /proc is needed. The calling thread takes the uid for that one call wit
 made as a raw system call, which changes the calling thread's credentials only: glibc's wrapper,
 like Python's os.setresuid, changes every thread's, and the grader's other threads must keep
 theirs. The saved uid 0 lets the thread take root back. Where it cannot (an architecture whose
-number is not below), the processes are found in /proc instead.
+system call number is not listed below, or a grader not root in all three of its uids), the
+processes are found in /proc instead.
 """
 from __future__ import annotations
 
