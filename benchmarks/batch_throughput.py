@@ -94,16 +94,13 @@ from __future__ import annotations
 import argparse
 import ast
 import builtins
-import dataclasses
 import gc
 import importlib
 import importlib.util
 import json
 import os
 import random
-import resource
 import shutil
-import signal
 import sqlite3
 import subprocess
 import symtable
@@ -112,7 +109,7 @@ import tempfile
 import time
 import types
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
@@ -120,6 +117,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 import scenarios  # noqa: E402  (the test suite's submission builders)
 from arguments import at_least  # noqa: E402
 from grader_cost import settle  # noqa: E402  (no earlier grader's counters still being closed)
+from grading_cpu import (FLOOR_EXERCISE, Split, busy_core_seconds, call_limits, cpu_split,  # noqa: E402
+                         exercise_seconds, public_environment, worker_config)
 from conftest import FIXTURES, mistake_source, replace_function  # noqa: E402
 
 MODULE = "attention"
@@ -250,14 +249,6 @@ def generate_full(folder: Path, n: int, modules: list[str], seed: int = 0) -> di
 
 
 # -- the students' own compute ----------------------------------------------------------------------
-class _CallLimit(BaseException):
-    """Raised into an in-process call that runs past the time limit (a buggy loop must not stall us)."""
-
-
-def _on_alarm(signum, frame):
-    raise _CallLimit()
-
-
 def _closure(module: str, texts: dict[str, str]) -> list[str]:
     """`module` and the course modules it imports, directly or not, dependencies first."""
     order: list[str] = []
@@ -288,9 +279,8 @@ def own_compute(folder: Path, kinds: dict[str, str], modules: list[str]) -> dict
         by_module.setdefault(s.module, []).append(s)
     solutions = {m: (ROOT / "solutions" / f"{m}.py").read_text() for m in modules}
     cache: dict[tuple, float] = {}
-    previous = signal.signal(signal.SIGALRM, _on_alarm)
     out = {}
-    try:
+    with call_limits():
         for student, kind in kinds.items():
             texts = {m: (folder / student / f"{m}.py").read_text().split("\n", 1)[1] for m in modules}
             total = 0.0
@@ -304,22 +294,14 @@ def own_compute(folder: Path, kinds: dict[str, str], modules: list[str]) -> dict
                                      for _ in range(3))
                 total += cache[key]
             out[student] = total
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
     return out
 
 
 def _time_module(module: str, chain: list[str], texts: dict[str, str], specs, cases, student: str) -> float:
     """Fresh module objects for `chain` (under their own names while they run, so that `from attention
     import ...` finds this student's attention), then every exercise of `module` on its cases."""
-    import torch
-
-    from grader.trees import clone
-
     saved = {m: sys.modules.get(m) for m in chain}
     loaded: dict[str, types.ModuleType] = {}
-    total = 0.0
     try:
         for m in chain:
             loaded[m] = types.ModuleType(m)
@@ -329,122 +311,16 @@ def _time_module(module: str, chain: list[str], texts: dict[str, str], specs, ca
                 exec(compile(texts[m], f"{student}/{m}.py", "exec"), loaded[m].__dict__)
             except Exception:
                 pass
-        mod = loaded[module]
-        for spec in specs:
-            originals = {name: mod.__dict__.get(name) for name in spec.depends}
-            for name, ref in spec.depends.items():       # the child's trusted substitutes
-                setattr(mod, name, _load(ref))
-            driver = _load(spec.driver) if spec.driver else None
-            fn = getattr(mod, spec.function, None)
-            torch.manual_seed(0)
-            limit = spec.call_timeout or 10.0
-            for c in cases[spec.id]:
-                args, kwargs = clone(c.args), clone(dict(c.kwargs))
-                start = time.perf_counter()
-                try:
-                    signal.setitimer(signal.ITIMER_REAL, limit)
-                    if driver is not None:
-                        driver(mod, spec.function, *args, **kwargs)
-                    elif fn is not None:
-                        fn(*args, **kwargs)
-                except (Exception, _CallLimit):
-                    pass
-                finally:
-                    signal.setitimer(signal.ITIMER_REAL, 0)
-                total += time.perf_counter() - start
-            for name, value in originals.items():
-                setattr(mod, name, value)
+        return sum(exercise_seconds(loaded[module], spec, cases[spec.id]) for spec in specs)
     finally:
         for m, value in saved.items():
             if value is None:
                 sys.modules.pop(m, None)
             else:
                 sys.modules[m] = value
-    return total
-
-
-def _load(ref: str):
-    """A trusted substitute or driver, "grader.sandbox.trusted.<module>:<name>", as the child loads it."""
-    module, _, name = ref.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
-def public_environment() -> dict[str, str]:
-    """This environment without the instructor's secret seed: every grading timed here runs the public
-    cases only, those the students' own compute is measured on (no hidden cases, no child of theirs)."""
-    return {k: v for k, v in os.environ.items() if k != "GRADER_SECRET_SEED"}
 
 
 # -- where the CPU goes ----------------------------------------------------------------------------
-FLOOR_EXERCISE = "attention.causal_mask"    # 4 small cases: a grade that is all sandbox, no compute
-REAPED_WITHIN = 1.1     # the zygote reaps its children that ended at least once a second (grader.sandbox.zygote)
-
-
-def _busy_core_seconds() -> float:
-    """CPU time every process of the machine has used since boot (user, nice, system, irq, softirq),
-    in seconds: what a grade costs its parent, the zygote, the child, the keeper and the kernel."""
-    with open("/proc/stat") as f:
-        fields = f.readline().split()
-    user, nice, system, _idle, _iowait, irq, softirq = map(int, fields[1:8])
-    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
-
-
-def _descendants_seconds() -> float:
-    """CPU time of this process's child processes: the living ones (the sandbox's zygote with the
-    children it has reaped, the keeper of its kernel counters) and those this process reaped."""
-    tick, me, total = os.sysconf("SC_CLK_TCK"), str(os.getpid()), 0.0
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()     # after the name, which may hold spaces
-        except OSError:
-            continue
-        if fields[1] == me:                                     # ppid; then utime, stime, cutime, cstime
-            total += sum(map(int, fields[11:15])) / tick
-    reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return total + reaped.ru_utime + reaped.ru_stime
-
-
-@dataclasses.dataclass(frozen=True)
-class Split:
-    """Core-seconds spent while some grading ran in this process, by who spent them."""
-    parent: float       # the grading process (its threads: cases, references, judges, the sandbox's parent side)
-    sandbox: float      # the zygote, the confined children it forked, the keeper
-    other: float        # everything else the machine ran meanwhile: the kernel's threads (namespaces and
-                        # control groups torn down), and whatever else runs on the machine
-
-    @property
-    def total(self) -> float:
-        return self.parent + self.sandbox + self.other
-
-    def __truediv__(self, n: float) -> "Split":
-        return Split(self.parent / n, self.sandbox / n, self.other / n)
-
-
-def cpu_split(grade: Callable[[], object]) -> Split:
-    """Who spent the machine's CPU while `grade()` ran: this process, its child processes, the rest.
-    The zygote's children are counted once the zygote has reaped them, so the last reading waits."""
-    def now() -> tuple[float, float, float]:
-        own = resource.getrusage(resource.RUSAGE_SELF)
-        return own.ru_utime + own.ru_stime, _descendants_seconds(), _busy_core_seconds()
-    before = now()
-    grade()
-    time.sleep(REAPED_WITHIN)
-    parent, sandbox, machine = (a - b for a, b in zip(now(), before))
-    return Split(parent, sandbox, max(0.0, machine - parent - sandbox))
-
-
-def _worker_config():
-    """The configuration and torch threads a batch worker grades with (grader.frontends.batch.workers)."""
-    from grader import api, threads
-    from grader.frontends.batch.executors import grading_config
-    from grader.frontends.batch.run import Options
-    from grader.frontends.batch.workers import TORCH_THREADS
-
-    threads.configure(TORCH_THREADS)
-    return grading_config(api.load(str(ROOT / "autograde.toml")), Options.exercise_jobs)
-
-
 def isolation_floor(runs: int) -> Split:
     """Core-seconds a submission, by who spends them: the least a full-curriculum submission costs with
     one confined child per exercise, whatever the students wrote. A submission is graded as a batch
@@ -458,7 +334,7 @@ def isolation_floor(runs: int) -> Split:
     from grader.catalog import catalog
     from grader.pipeline import engine
 
-    config = _worker_config()
+    config = worker_config(str(ROOT))
     specs = catalog()
     trivial = [specs[FLOOR_EXERCISE]] * len(specs)
     results = []
@@ -483,7 +359,7 @@ def where_it_goes(subs: str, groups: dict[str, list[str]], names: list[str]) -> 
     of submission (correct, buggy, hostile) gets its own figure, a submission's mean in its group."""
     from grader import api
 
-    config = _worker_config()
+    config = worker_config(str(ROOT))
     settle()
     first = next(s for students in groups.values() for s in students)
     with api.sandbox(config) as sandbox:
@@ -561,11 +437,11 @@ def run_batch(subs: Path, out: Path, jobs: int, names=(MODULE,), extra=()) -> fl
     waited = settle()
     if waited > 1:
         print(f"  (waited {waited:.0f} s for an earlier grader's kernel counters to be closed)")
-    start, started, busy = time.monotonic(), time.time(), _busy_core_seconds()
+    start, started, busy = time.monotonic(), time.time(), busy_core_seconds()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=public_environment())
     wall = time.monotonic() - start
     _PHASES[out] = (started, time.time())
-    _BUSY[out] = _busy_core_seconds() - busy
+    _BUSY[out] = busy_core_seconds() - busy
     if proc.returncode not in (0, 3):
         sys.exit(f"grader batch failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     if proc.returncode == 3:

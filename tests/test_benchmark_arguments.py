@@ -79,12 +79,12 @@ def test_the_breakdown_measures_an_exercise_whose_module_imports_another():
 SPLIT = """
 import sys
 sys.path.insert(0, "benchmarks")
-import batch_throughput as bt
+import grading_cpu
 from grader import api
-config = bt._worker_config()
+config = grading_cpu.worker_config(".")
 with api.sandbox(config) as sandbox:
-    api.grade("solutions", ["attention.causal_mask"], config, sandbox=sandbox)
-    split = bt.cpu_split(lambda: api.grade("solutions", ["mlp.train_xor"], config, sandbox=sandbox))
+    api.grade("solutions", ["mlp.train_xor"], config, sandbox=sandbox)     # its references, made in this process
+    split = grading_cpu.cpu_split(lambda: api.grade("solutions", ["mlp.train_xor"], config, sandbox=sandbox))
 print(split.parent, split.sandbox, split.other)
 """
 
@@ -105,7 +105,8 @@ KINDS = """
 import sys
 sys.path.insert(0, "benchmarks")
 import batch_throughput as bt
-parts = {"correct": bt.Split(1.0, 2.0, 0.0), "hostile": bt.Split(4.0, 8.0, 1.0)}
+from grading_cpu import Split
+parts = {"correct": Split(1.0, 2.0, 0.0), "hostile": Split(4.0, 8.0, 1.0)}
 mean = bt.combined(parts, {"correct": ["a", "b", "c"], "buggy": [], "hostile": ["d"]})
 print(mean.parent, mean.sandbox, mean.other)
 """
