@@ -1,4 +1,4 @@
-"""What grading costs in CPU, for the benchmarks that take it apart (batch_throughput.py):
+"""What grading costs in CPU, for the benchmarks that take it apart (batch_throughput.py, exercise_cost.py):
 
 - `cpu_split(grade)`: who spent the machine's CPU while `grade()` ran (a `Split`: the grading process,
   the sandbox's processes, the rest of the machine);

@@ -41,6 +41,9 @@ REFUSED = [   # (script, arguments, what the message says)
     ("load_guard_noise.py", ["--checks", "0"], "argument --checks: 0 is too few"),
     ("report_sizes.py", ["--n", "2"], "argument --n: 2 is too few: give 6 or more"),
     ("similarity_speed.py", ["--students", "1"], "argument --students: 1 is too few: give 2 or more"),
+    ("exercise_cost.py", ["--grades", "0"], "argument --grades: 0 is too few"),
+    ("exercise_cost.py", ["--rounds", "none"], "argument --rounds: 'none' is not a whole number"),
+    ("exercise_cost.py", ["--against", "benchmarks"], "not a checkout of this project"),
 ]
 
 
@@ -55,6 +58,33 @@ def test_the_breakdown_names_an_unknown_exercise_instead_of_a_traceback():
     p = bench("sandbox_breakdown.py", "--exercise", "attention.no_such_thing", "--runs", "1")
     assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr[-2000:]
     assert "--exercise attention.no_such_thing: no such exercise" in p.stderr and "grader list" in p.stderr
+
+
+def test_the_exercise_costs_name_an_unknown_exercise_instead_of_a_traceback():
+    p = bench("exercise_cost.py", "--exercise", "attention.no_such_thing", "--grades", "1")
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr[-2000:]
+    assert "--exercise attention.no_such_thing: no such exercise" in p.stderr and "grader list" in p.stderr
+
+
+@pytest.mark.slow
+def test_the_exercise_costs_count_a_childs_compute_as_the_sandbox_and_as_its_own():
+    """XOR's training runs in a confined child: its grade's CPU is the sandbox's, and the same training
+    in this process is its own compute, so what is left beyond it is overhead of the floor's order (a
+    few tens of ms), not the training again (the previous grade's child, reaped by the zygote only
+    during the next measurement, was counted in it: 0.4 s beyond own compute). The floor's own row
+    is 0 beyond the floor. transformer.py imports attention.py, whose import is checked in a child
+    of its own when an exercise of transformer.py is graded alone."""
+    p = bench("exercise_cost.py", "--exercise", "mlp.train_xor", "--exercise", "transformer.feed_forward",
+              "--grades", "1", timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    rows = {x.split()[0]: [float(v) for v in x.split()[1:]] for x in p.stdout.splitlines()
+            if x.startswith(("  mlp.train_xor ", "  attention.causal_mask ", "  transformer.feed_forward "))}
+    checks, own, parent, sandbox, rest, beyond_own, beyond_floor = rows["mlp.train_xor"]
+    assert checks == 0 and rows["transformer.feed_forward"][0] == 1, rows
+    assert own > 100 and sandbox > 0.8 * own, rows
+    assert 0 < beyond_own < 0.5 * own and beyond_own == pytest.approx(parent + sandbox + rest - own, abs=0.2), rows
+    assert rows["attention.causal_mask"][-1] == 0.0, rows
+    assert "exercises, own compute" in p.stdout
 
 
 @pytest.mark.slow
