@@ -6,11 +6,16 @@ install() patches torch for the life of the process (the sandbox's child dies af
 exercise), so the probes run in a subprocess of their own, from a script file outside torch and
 the grader: that file stands for the student's module.
 """
+import html
 import json
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from dataclasses import asdict
+from pathlib import Path
 
 import pytest
 import torch
@@ -173,3 +178,32 @@ def test_a_target_two_rules_patch_records_both(tmp_path):
                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads(proc.stdout.splitlines()[-1]) == sorted([rules.RELU.name, "relu's twin"])
+
+
+def test_a_hit_keeps_its_line_when_torch_is_imported_through_a_link_the_child_cannot_see(tmp_path):
+    """A virtual environment reached through a link in /tmp (a clone there, with `.venv` linked to a
+    shared one): the child's /tmp is a fresh tmpfs with only what it may read bound back, so it
+    cannot resolve the link, and the frames of torch's own code, imported through it, passed for the
+    student's. The ATen net's hit on `torch.ops.aten._softmax` lost its line, and one backward() call
+    listed the engine's wires beside it, each without a line."""
+    from conftest import mistake_source, replace_function
+
+    linked = Path(tempfile.mkdtemp(prefix="grader-linked-venv-", dir="/tmp"))
+    try:
+        (linked / "venv").symlink_to(sys.prefix)
+        submission = tmp_path / "submission"
+        submission.mkdir()
+        source = replace_function((ROOT / "solutions" / "activations.py").read_text(), "softmax",
+                                  mistake_source("activations", "softmax__aten_softmax"))
+        (submission / "activations.py").write_text(source)
+        line = 1 + source.splitlines().index("    return torch.ops.aten._softmax(z, dim, False)")
+        report = tmp_path / "results.json"
+        proc = subprocess.run([str(linked / "venv" / "bin" / "python"), "-m", "grader", "check", "--submission",
+                               str(submission), "--format", "json", "--output", str(report), "activations.softmax"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    finally:
+        shutil.rmtree(linked)
+    output = html.unescape(" ".join(t.get("output", "") for t in json.loads(report.read_text())["tests"]))
+    assert f"aten::_softmax (line {line}): torch.softmax." in output, output

@@ -26,9 +26,12 @@ from typing import Any, Callable
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-_NOT_STUDENT = tuple(os.path.realpath(p) + os.sep for p in {
+# Where torch, the grader and Python's own modules are, each as imported and with its links resolved:
+# a confined child cannot always resolve them (a virtual environment reached through a link in a
+# folder its private view of the file system hides), and then compares a frame's path as imported.
+_NOT_STUDENT = tuple({form(p) + os.sep for form in (os.path.abspath, os.path.realpath) for p in (
     os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-    *(sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib"))})
+    *(sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")))})
 
 # Rationale: requires_grad_(False) switches autograd off; only a request to switch it on is a use.
 # dotted -> (position of the flag among the call's arguments, self included; its keyword; default).
@@ -40,7 +43,7 @@ def _student_line() -> tuple[str, int]:
     frame = sys._getframe(2)
     while frame is not None:
         path = frame.f_code.co_filename
-        if not path.startswith("<") and not os.path.realpath(path).startswith(_NOT_STUDENT):
+        if not path.startswith(("<", *_NOT_STUDENT)) and not os.path.realpath(path).startswith(_NOT_STUDENT):
             return os.path.basename(path), frame.f_lineno
         frame = frame.f_back
     return "", 0
