@@ -7,7 +7,9 @@
 - a teardown waits for the child on its pidfd: it returns when the process ends, zombie or not;
 - the zygote's heap is in transparent huge pages where the machine allows them (its malloc was
   started with glibc.malloc.hugetlb=1), and the setting is not passed on to student code: a child
-  writes fresh memory in small pages.
+  writes fresh memory in small pages;
+- the zygote's first calls, made once for every child, start no thread, import nothing and leave
+  neither a dispatch mode in place nor the global generator drawn from.
 """
 from __future__ import annotations
 
@@ -287,3 +289,29 @@ def test_the_zygote_keeps_only_the_private_pages_of_its_code():
     assert private_after == private_before, out.stdout                     # the private page kept...
     assert rss_after <= private_after + 256, out.stdout                   # ...and little else (a thread may run some)
     assert kept == 1 and child == 0, out.stdout
+
+
+WARM = """
+import os, sys
+import torch
+from grader.sandbox import zygote
+torch.set_num_threads(2)        # a sandbox whose children run two threads: its zygote's OpenMP allows two
+threads, modules = (lambda: len(os.listdir("/proc/self/task"))), set(sys.modules)
+before = threads()
+zygote._warm()
+seeded = torch.equal(torch.get_rng_state(), torch.Generator().manual_seed(0).get_state())
+print(threads() - before, torch._C._len_torch_dispatch_stack(), int(seeded), *sorted(set(sys.modules) - modules))
+"""
+
+
+def test_the_zygotes_first_calls_start_no_thread_and_import_nothing():
+    """The zygote makes the first calls every child would make (a tensor operation: torch detects the
+    CPU; one under the forbidden-operator net; a reply through the wire) on tensors too small for an
+    OpenMP team, so no thread exists to be lost at a fork; they import no module that every child
+    would then carry (torch.optim's constructor, say, imports torch._dynamo: 820 modules), and leave
+    no dispatch mode in place and the global generator as seeded."""
+    out = subprocess.run([sys.executable, "-c", WARM], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "OMP_NUM_THREADS": "2"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    new_threads, modes, seeded, *imported = out.stdout.split()
+    assert (new_threads, modes, seeded, imported) == ("0", "0", "1", []), out.stdout

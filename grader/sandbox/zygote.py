@@ -2,8 +2,9 @@
 
 Started by the grader with a Unix socket whose fd number it is given. Each request carries a JSON setup and two
 file descriptors (the child's data socket and the write end of its output pipe); the zygote
-answers with the child's pid and goes back to waiting. It never runs torch work itself,
-so no thread pool exists at fork time (forking after OpenMP has started can hang).
+answers with the child's pid and goes back to waiting. Its own torch work is on tensors of one
+element or none (_warm), so no thread pool exists at fork time (forking after OpenMP has started
+can hang).
 
 The child that serves a request is forked before the request arrives: a spare, forked as soon as
 the previous one was handed its request, waits for the next one (forking a process that holds
@@ -33,7 +34,7 @@ import numpy  # noqa: F401  (warm)
 import torch
 import torch.nn.functional  # noqa: F401
 
-from grader.sandbox import child, tripwires, wire  # noqa: F401  (child and wire: warm)
+from grader.sandbox import child, tripwires, wire  # noqa: F401  (child: warm)
 
 MAX_REQUEST = 1 << 20
 PR_SET_PDEATHSIG = 1
@@ -54,14 +55,24 @@ def _reap() -> None:
 
 
 def _warm() -> None:
-    """First-call costs every child would pay again, paid once here: torch.manual_seed's first call
-    (~1 ms: it looks up the other devices' generators). Then the zygote's objects are moved out of
-    the collector's sight (gc.freeze), so a child's collections do not write to, and so copy, the
-    pages it shares with the zygote, and the collector, off while the zygote imported (launch.py: a
-    full collection during torch's import walks every object made so far, none of them garbage), is
-    on again for the children. No collection first: after importing torch it takes 0.11 s, before
-    the first child can start, to free some 40 objects."""
+    """First-call costs every child would pay again, paid once here:
+    - torch.manual_seed's first call (~1 ms: it looks up the other devices' generators);
+    - the first tensor operation's: torch detects the CPU (cpuinfo), through `cpuid` instructions,
+      each one trapped by the hypervisor on a virtual machine (a child's first operation: 0.79 ms,
+      0.31 ms once the zygote has made one). An empty tensor's: no OpenMP team starts for it;
+    - the first operation under the forbidden-operator net (a dispatch mode: tripwires.AtenWatch), and
+      the first reply through the wire, encoded and decoded (~0.1 ms each).
+
+    Then the zygote's objects are moved out of the collector's sight (gc.freeze), so a child's
+    collections do not write to, and so copy, the pages it shares with the zygote, and the collector,
+    off while the zygote imported (launch.py: a full collection during torch's import walks every
+    object made so far, none of them garbage), is on again for the children. No collection first:
+    after importing torch it takes 0.11 s, before the first child can start, to free some 40 objects."""
     torch.manual_seed(0)
+    torch.empty(0).add_(1)
+    with tripwires.AtenWatch([], tripwires.Hits()):
+        torch.empty(0).add_(1)
+    wire.loads(wire.dumps({"ok": True, "value": [torch.zeros(1), torch.zeros(1, dtype=torch.int64), 1.5, "a", None]}))
     gc.freeze()
     gc.enable()
 
