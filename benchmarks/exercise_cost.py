@@ -138,7 +138,8 @@ def _table(trees: list[str], medians: list[dict[str, dict[str, float]]], grades:
         line = (f"  {e:<40}{r['checks']:7g}{r['own'] * 1e3:8.1f}{r['parent'] * 1e3:8.1f}{r['sandbox'] * 1e3:9.1f}"
                 f"{r['other'] * 1e3:7.1f}{_beyond(r) * 1e3:12.1f}{(_beyond(r) - floors[0]) * 1e3:14.1f}")
         for name, m in zip(names[1:], medians[1:]):
-            line += f"{_beyond(m[e]) * 1e3:>{max(24, len(name) + 14)}.1f}"
+            line += f"{_beyond(m[e]) * 1e3:>{max(24, len(name) + 14)}.1f}" if e in m else \
+                f"{'(none)':>{max(24, len(name) + 14)}}"
         print(line)
     print()
     for name, m, floor in zip(names, medians, floors):
@@ -154,7 +155,7 @@ def _table(trees: list[str], medians: list[dict[str, dict[str, float]]], grades:
 
 
 def main() -> int:
-    from arguments import at_least, checkout
+    from arguments import at_least, checkout, in_turns
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--grades", type=at_least(1), default=10, help="grades of each exercise (default 10)")
@@ -174,9 +175,8 @@ def main() -> int:
     rounds = args.rounds or (3 if args.against else 1)
     print(f"load average {os.getloadavg()[0]:.1f}")
     got: dict[str, list] = {t: [] for t in trees}
-    for _ in range(rounds):
-        for t in trees:
-            got[t].append(_run(t, args.exercise, args.grades))
+    for t in in_turns(trees, rounds):
+        got[t].append(_run(t, args.exercise, args.grades))
     medians = [{e: {k: statistics.median(r[e][k] for r in got[t]) for k in got[t][0][e]} for e in got[t][0]}
                for t in trees]
     _table(trees, medians, args.grades, rounds)

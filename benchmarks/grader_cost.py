@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 
-from arguments import at_least, checkout
+from arguments import at_least, checkout, in_turns
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PY = sys.executable
@@ -150,11 +150,10 @@ def show(label: str, values: list[float], base: tuple[str, list[float]] | None =
 
 
 def median_over(trees: list[str], repeat: int, measure) -> list[float]:
-    """measure(tree) -> seconds, `repeat` times per tree, the trees alternating; medians per tree."""
+    """measure(tree) -> seconds, `repeat` times per tree, the trees taking turns; medians per tree."""
     got: dict[str, list[float]] = {t: [] for t in trees}
-    for _ in range(repeat):
-        for t in trees:
-            got[t].append(measure(t))
+    for t in in_turns(trees, repeat):
+        got[t].append(measure(t))
     return [statistics.median(got[t]) for t in trees]
 
 

@@ -450,7 +450,7 @@ def main() -> int:
     import json
     import subprocess
 
-    from arguments import at_least, checkout
+    from arguments import at_least, checkout, in_turns
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=at_least(1), default=10)
@@ -470,17 +470,16 @@ def main() -> int:
         return 0
     trees = [args.tree, args.against]
     merged = {t: {"tree": t, "sums": [], "counts": [], "faults": [], "totals": [], "loads": []} for t in trees}
-    for _ in range(args.rounds):
-        for tree in trees:
-            out = subprocess.run([sys.executable, __file__, "--json", "--tree", tree, "--runs", str(args.runs),
-                                  "--exercise", args.exercise], capture_output=True, text=True)
-            if out.returncode:
-                sys.exit(f"measuring {tree} failed:\n{out.stderr.strip()[-2000:]}")
-            got = json.loads(out.stdout.splitlines()[-1])
-            for key in ("sums", "counts", "faults", "totals"):
-                merged[tree][key] += got[key]
-            merged[tree]["loads"].append(got["load"])
-            merged[tree]["bare"] = got["bare"]
+    for tree in in_turns(trees, args.rounds):
+        out = subprocess.run([sys.executable, __file__, "--json", "--tree", tree, "--runs", str(args.runs),
+                              "--exercise", args.exercise], capture_output=True, text=True)
+        if out.returncode:
+            sys.exit(f"measuring {tree} failed:\n{out.stderr.strip()[-2000:]}")
+        got = json.loads(out.stdout.splitlines()[-1])
+        for key in ("sums", "counts", "faults", "totals"):
+            merged[tree][key] += got[key]
+        merged[tree]["loads"].append(got["load"])
+        merged[tree]["bare"] = got["bare"]
     for r in merged.values():
         r["load"] = max(r["loads"])
     _table(list(merged.values()), args.exercise)

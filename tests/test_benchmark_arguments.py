@@ -60,6 +60,18 @@ def test_the_breakdown_names_an_unknown_exercise_instead_of_a_traceback():
     assert "--exercise attention.no_such_thing: no such exercise" in p.stderr and "grader list" in p.stderr
 
 
+def test_two_checkouts_take_turns_at_going_first():
+    """The first of a pair came out slower (grader check attention, same code: ~110 ms): neither tree
+    may always be the one measured first."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from arguments import in_turns
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    assert list(in_turns(["new", "old"], 3)) == ["new", "old", "old", "new", "new", "old"]
+    assert list(in_turns(["only"], 2)) == ["only", "only"]
+
+
 def test_the_exercise_costs_name_an_unknown_exercise_instead_of_a_traceback():
     p = bench("exercise_cost.py", "--exercise", "attention.no_such_thing", "--grades", "1")
     assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr[-2000:]
