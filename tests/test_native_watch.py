@@ -434,3 +434,186 @@ def test_a_keeper_pauses_after_each_close(monkeypatch):
         with pytest.raises(BrokenPipeError):
             os.write(w, b"x")
         real_close(w)
+
+
+def _offered(monkeypatch, spares: list[dict], claim, seconds: float = 10, uids: tuple[int, int] = (0, 0)):
+    """`keeper.offer` of `spares` for `seconds` in a thread, and `keeper.adopt` here until it has taken
+    something or the offer has ended, under a name of the test's own: (what adopt returned, what
+    offer gave, what adopt handed this process's keeper to close). `uids`: the peer's uid as the
+    keeper sees it, and as the adopter does."""
+    import os
+    import threading
+    import time
+
+    from grader.sandbox import keeper
+    here = threading.current_thread()
+    monkeypatch.setattr(keeper, "SPARES", f"nn-grader-test-spares-{os.getpid()}-{time.monotonic_ns()}-")
+    monkeypatch.setattr(keeper, "peer_uid", lambda conn: uids[threading.current_thread() is here])
+    closed_here: list[int] = []
+    monkeypatch.setattr(keeper, "hand", lambda fds, counter=None, close=False: closed_here.extend(fds) or True)
+    given: dict = {}
+    t = threading.Thread(target=lambda: given.update(keeper.offer(spares, time.monotonic() + seconds)))
+    t.start()
+    adopted: list = []
+    while t.is_alive() and not adopted:
+        adopted = keeper.adopt("0:0", claim)
+        time.sleep(0.05)
+    t.join()
+    return adopted, given, closed_here
+
+
+def _spare(name: str, pipes: list[tuple[int, int]]) -> dict:
+    return {"folders": [f"/nowhere/{name}"], "inodes": [1], "cpus": [0], "library": "0:0",
+            "counters": {str(100 + i): [r] for i, (r, _) in enumerate(pipes)}}
+
+
+def test_a_keeper_hands_its_slots_to_the_next_grader(monkeypatch):
+    """An ended grader's keeper offers its slots with their counters; the next grader takes those it
+    can use: it receives working copies of their descriptors, the keeper learns which it may close
+    at once (not the last) and which folders are no longer its own; the rest it keeps, and what the
+    grader received and left is handed to its own keeper to close."""
+    import os
+    pipes = [os.pipe() for _ in range(3)]
+    spares = [_spare("a", pipes[:2]), _spare("b", pipes[2:])]
+    seen: list[dict] = []
+
+    def claim(spare):
+        seen.append(spare)
+        return ("mine", spare["counters"]) if spare["folders"] == ["/nowhere/a"] else None
+
+    adopted, given, closed_here = _offered(monkeypatch, spares, claim)
+    assert [s["folders"] for s in seen] == [["/nowhere/a"], ["/nowhere/b"]]
+    assert [s["counters"].keys() for s in seen] == [{100, 101}, {100}] and seen[0]["cpus"] == [0]
+    assert len(adopted) == 1 and adopted[0][0] == "mine"
+    for (r, w), (_, fds) in zip(pipes[:2], sorted(adopted[0][1].items())):
+        os.write(w, b"x")
+        assert len(fds) == 1 and fds[0] != r and os.read(fds[0], 1) == b"x"     # a copy of the same pipe
+        os.close(fds[0])
+    assert given["fds"] == {pipes[0][0], pipes[1][0]} and given["folders"] == {"/nowhere/a"}
+    assert len(closed_here) == 1        # b's descriptor, received and not taken
+    for r, w in pipes:
+        os.close(r)
+        os.close(w)
+
+
+@pytest.mark.parametrize("uids", [(1000, 0), (0, 1000)], ids=["adopter-not-root", "keeper-not-root"])
+def test_nothing_is_handed_to_or_taken_from_a_process_not_of_root(monkeypatch, uids):
+    """Counters go only from a root grader's keeper to another root grader: a peer of another uid gets
+    no descriptor and the keeper gives nothing away; an adopter takes nothing from such a keeper."""
+    import os
+    pipes = [os.pipe()]
+    claims: list = []
+    adopted, given, closed_here = _offered(monkeypatch, [_spare("a", pipes)], lambda s: claims.append(s) or ("x", {}),
+                                           seconds=1.0, uids=uids)
+    assert adopted == [] and claims == [] and closed_here == []
+    assert given == {"fds": set(), "folders": set()}
+    for d in pipes[0]:
+        os.close(d)
+
+
+@pytest.mark.skipif(not watch_slots.possible(), reason="no watch slots on this machine (not root, or cgroup2 only)")
+def test_an_adopted_slot_is_checked_and_renamed():
+    """A slot offered is taken only while its folders are the same groups (inodes), in this machine's
+    hierarchies, and empty; its cpuset folder is renamed after the adopter, which new slots pass over."""
+    import os
+    slot = watch_slots._new()
+    assert slot is not None
+    try:
+        inodes = watch_slots.inodes(slot)
+        folders, cpus = list(slot.folders), list(slot.cpus)
+        assert watch_slots.adopt(folders, [i + 1 for i in inodes], cpus) is None            # another group
+        assert watch_slots.adopt(["/tmp/" + os.path.basename(folders[0])] + folders[1:], inodes, cpus) is None
+        taken = watch_slots.adopt(folders, inodes, cpus)
+        assert taken is not None and taken.folders[0] == folders[0] and taken.cpus == slot.cpus
+        if len(folders) == 2:
+            assert taken.folders[1] != folders[1] and f"grader-{os.getpid()}-watch" in taken.folders[1]
+            assert not os.path.exists(folders[1]) and watch_slots.inodes(taken) == inodes
+        watch_slots.disown(taken, folders)
+        assert all(os.path.isdir(f) for f in folders) and watch_slots.inodes(slot) == inodes
+    finally:
+        for folder in slot.folders:
+            os.rmdir(folder)
+
+
+@pytest.mark.skipif(not watch_slots.possible(), reason="no watch slots on this machine (not root, or cgroup2 only)")
+def test_stale_groups_are_removed_but_a_keepers_slots_are_left_to_it(monkeypatch):
+    """A grader killed from outside leaves its groups, which the next grader removes; an ended grader's
+    watch slots are its keeper's (to hand over or remove), so they stay while a keeper runs."""
+    import os
+    import subprocess
+
+    from grader.sandbox import cgroups, hierarchies, keeper
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    base = hierarchies.bases()["perf_event"]
+    slot, other = (os.path.join(base, f"grader-{gone.pid}-{what}") for what in ("watch1", "4242"))
+    for folder in (slot, other):
+        os.mkdir(folder)
+    try:
+        monkeypatch.setattr(keeper, "keepers_running", lambda: True)
+        cgroups.remove_stale()
+        assert os.path.isdir(slot) and not os.path.exists(other)
+        monkeypatch.setattr(keeper, "keepers_running", lambda: False)
+        cgroups.remove_stale()
+        assert not os.path.exists(slot)
+    finally:
+        for folder in (slot, other):
+            if os.path.isdir(folder):
+                os.rmdir(folder)
+
+
+ADOPTS = '''
+import dataclasses, json, os, sys, time
+import torch
+from grader.catalog import rules
+from grader.sandbox import native_watch, watch_slots
+from grader.sandbox.provision import copy_submission, make_workdir, remove_workdir
+from grader.sandbox.runner import Sandbox
+opened = []
+real_open = native_watch._open
+native_watch._open = lambda *a: opened.append(a) or real_open(*a)
+for _ in range(100):        # the keeper offering may be another grader's, with no slot to spare
+    native_watch._adopt()
+    if watch_slots.any_free():
+        break
+    time.sleep(0.2)
+with Sandbox() as sandbox:
+    workdir = make_workdir()
+    copy_submission({"attacks": sys.argv[1]}, workdir)
+    session = sandbox.open(workdir, "attacks", forbidden=[dataclasses.asdict(rules.SDPA)], import_timeout=60,
+                           count_kernels=True)
+    q = torch.randn(2, 3, 4)
+    hit, clean = session.call("c_nn", (q,), timeout=30), session.call("by_hand", (q,), timeout=30)
+    print(json.dumps({"pid": os.getpid(), "slot": session.watch.slot.folders[0], "opened": len(opened), "hit": hit.hits,
+                      "clean": clean.hits, "kinds": [hit.kind, clean.kind]}), flush=True)
+    session.close()
+    remove_workdir(workdir)
+'''
+
+
+@NEEDS_PROBES
+@pytest.mark.skipif(not watch_slots.possible(), reason="no watch slots on this machine (not root, or cgroup2 only)")
+def test_the_next_grader_counts_in_slots_it_adopted():
+    """A grader started after another has ended takes over the slots its keeper offers, with their
+    counters open: a forbidden kernel is still counted there, a correct call is not, and where the
+    slot is the first grader's (all its rules' kernels open) no counter is opened again."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "GRADER_KEEPER_PATIENCE": "60"}
+    first = subprocess.run([sys.executable, "-c", EXITS_WITH_COUNTERS], cwd=ROOT, env=env, capture_output=True,
+                           text=True, timeout=120)
+    assert first.returncode == 0, first.stderr[-2000:]
+    second = subprocess.run([sys.executable, "-c", ADOPTS, ATTACKS], cwd=ROOT, env=env, capture_output=True,
+                            text=True, timeout=120)
+    assert second.returncode == 0, second.stderr[-2000:]
+    got = json.loads(second.stdout.splitlines()[-1])
+    assert got["kinds"] == ["ok", "ok"]
+    assert not os.path.basename(got["slot"]).startswith(f"grader-{got['pid']}-"), got      # adopted
+    assert {h["rule"] for h in got["hit"] if COUNTED in h["via"]} == {rules.SDPA.name}, got["hit"]
+    assert not [h for h in got["clean"] if COUNTED in h["via"]], got["clean"]
+    if got["slot"] == first.stdout.split()[1]:     # its counters, its slot's folders, ...
+        assert got["opened"] == 0, got

@@ -24,7 +24,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 
-from grader.sandbox import hierarchies
+from grader.sandbox import hierarchies, keeper
 from grader.sandbox.hierarchies import read_value, write_value
 
 
@@ -143,9 +143,12 @@ def create(name: str, memory_bytes: int, max_pids: int) -> Group | None:
 
 def remove_stale(prefix: str = "grader-") -> None:
     """Remove the groups of grader processes that no longer exist (killed from outside, their
-    groups stayed behind): names are `<prefix><pid>-<uid>`; a live grader's groups are kept."""
+    groups stayed behind): names are `<prefix><pid>-<uid>`; a live grader's groups are kept. So are
+    the watch slots of ended graders while a keeper lives (grader.sandbox.keeper: it removes its
+    own, or hands them to the next grader, under their names, `<prefix><pid>-watch<n>`)."""
     if os.geteuid() != 0:
         return
+    kept: bool | None = None        # whether a keeper lives: looked up once, and only for a slot
     for base in hierarchies.bases().values():
         try:
             entries = os.listdir(base)
@@ -154,6 +157,10 @@ def remove_stale(prefix: str = "grader-") -> None:
         for entry in entries:
             owner = entry[len(prefix):].split("-", 1)[0] if entry.startswith(prefix) else ""
             if owner.isdigit() and not _alive(int(owner)):
+                if "-watch" in entry:
+                    kept = keeper.keepers_running() if kept is None else kept
+                    if kept:
+                        continue
                 for folder, _, _ in os.walk(os.path.join(base, entry), topdown=False):   # a submission's, inside out
                     Group(1, {"stale": folder}, [os.path.join(folder, "cgroup.procs")]).remove()
 

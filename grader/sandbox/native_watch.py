@@ -145,7 +145,7 @@ def open_watch(rules: list[dict[str, Any]], child_group: str | None) -> tuple[Wa
     missing = sorted({k for _, k in kernels} - {k for _, k, _ in symbols})
     if missing:
         return None, f"{', '.join(missing)} not found in this build of torch"
-    slot = watch_slots.take() if slots else None
+    slot = _slot() if slots else None
     if slots and slot is None:
         return None, "no watch group could be made"
     watch = Watch([(rule, kernel) for rule, kernel, _ in symbols], slot=slot)
@@ -160,9 +160,47 @@ def open_watch(rules: list[dict[str, Any]], child_group: str | None) -> tuple[Wa
 
 # The process's own counters on its slots, opened once per (slot, offset): a uprobe costs the kernel
 # a walk over every process that maps libtorch, its removal an RCU grace period (5-100 ms each,
-# seconds on a loaded machine), so they are never opened per child.
+# seconds on a loaded machine), so they are never opened per child, and a grader that has ended
+# leaves its slots with their counters to the next (`_slot`).
 _SHARED: dict[tuple[int, str, int], list[int]] = {}
 _OPENING = threading.Lock()
+_ADOPTING = threading.Lock()
+
+
+def _slot() -> Slot | None:
+    """A free slot of this process's; else one a finished grader's keeper offers, with the counters
+    it has open (grader.sandbox.keeper.adopt: every slot it offers that is still what it was, and
+    empty); else a new one."""
+    with _ADOPTING:
+        if not watch_slots.any_free():
+            _adopt()
+    return watch_slots.take()
+
+
+def _adopt() -> None:
+    try:
+        library_id = _identity(library())
+    except OSError:
+        return
+    pid = os.getpid()
+
+    def claim(spare: dict[str, Any]) -> tuple[Slot, dict[int, list[int]]] | None:
+        counters = spare["counters"]
+        if any(len(fds) != len(spare["cpus"]) for fds in counters.values()):
+            return None     # one counter per CPU the slot's children run on
+        slot = watch_slots.adopt(spare["folders"], spare["inodes"], spare["cpus"])
+        if slot is None:
+            return None
+        if not all(keeper.hand(fds, _counted(slot, library_id, offset)) for offset, fds in counters.items()):
+            watch_slots.disown(slot, spare["folders"])   # this process's exit would close the last of them
+            return None
+        return slot, counters
+
+    for slot, counters in keeper.adopt(library_id, claim):
+        with _OPENING:
+            for offset, fds in counters.items():
+                _SHARED[(pid, slot.folders[0], offset)] = fds
+        watch_slots.give_back(slot)
 
 
 def _counters(path: str, offset: int, slot: Slot) -> list[int]:
@@ -170,8 +208,20 @@ def _counters(path: str, offset: int, slot: Slot) -> list[int]:
         key = (os.getpid(), slot.folders[0], offset)
         if key not in _SHARED:
             _SHARED[key] = _open(path, offset, slot.folders[0], slot.cpus)
-            keeper.hand(_SHARED[key], slot.folders)
+            keeper.hand(_SHARED[key], _counted(slot, _identity(path), offset))
         return _SHARED[key]
+
+
+def _counted(slot: Slot, library_id: str, offset: int) -> dict[str, Any]:
+    """What a counter counts, as its keeper keeps it for the next grader (grader.sandbox.keeper)."""
+    return {"folders": list(slot.folders), "inodes": watch_slots.inodes(slot), "cpus": list(slot.cpus),
+            "library": library_id, "offset": offset}
+
+
+def _identity(path: str) -> str:
+    """The library file a uprobe is set in: the same path may hold another file later."""
+    st = os.stat(path)
+    return f"{st.st_dev}:{st.st_ino}"
 
 
 def _open(path: str, offset: int, cgroup_dir: str, cpus: tuple[int, ...]) -> list[int]:

@@ -45,13 +45,61 @@ def possible() -> bool:
 def take() -> Slot | None:
     """A free slot of this process, or a new one (None: it could not be made)."""
     with _POOL:
-        key = os.getpid()         # a forked grader makes its own
-        free = _FREE.setdefault(key, [])
+        free = _FREE.setdefault(os.getpid(), [])     # a forked grader makes its own
         if free:
             return free.pop()
-        _MADE[key] = _MADE.get(key, 0) + 1
-        number = _MADE[key]
-    return _new(number)
+    return _new()
+
+
+def any_free() -> bool:
+    with _POOL:
+        return bool(_FREE.get(os.getpid()))
+
+
+def adopt(folders: list[str], inodes: list[int], cpus: list[int]) -> Slot | None:
+    """A slot a finished grader's keeper hands over (grader.sandbox.keeper.adopt), made this process's:
+    None unless its folders are still the groups its counters watch (the same inodes, in this
+    machine's hierarchies) and empty. Its cpuset folder takes a name of this process's, so that
+    graders starting beside it count its pin (`held_slots`); a cgroup2 folder cannot be renamed and
+    keeps its name, which no new slot takes (`_new` makes only folders that did not exist)."""
+    bases = hierarchies.bases()
+    places = [bases.get("perf_event"), bases.get("cpuset")][:len(folders)]
+    try:
+        if not 1 <= len(folders) <= 2 or len(inodes) != len(folders) or not cpus \
+                or any(p is None or os.path.dirname(os.path.normpath(f)) != os.path.normpath(p)
+                       for f, p in zip(folders, places)) \
+                or any(os.stat(f).st_ino != i for f, i in zip(folders, inodes)):
+            return None
+    except OSError:
+        return None
+    slot = Slot(tuple(folders), tuple(cpus))
+    if not slot.empty():
+        return None
+    if len(folders) == 2:
+        if cpu_list(_read(os.path.join(folders[1], "cpuset.cpus")) or "") != list(cpus):
+            return None
+        renamed = os.path.join(os.path.dirname(folders[1]), _name())
+        try:
+            os.rename(folders[1], renamed)
+        except OSError:
+            return None
+        slot = Slot((folders[0], renamed), tuple(cpus))
+    return slot
+
+
+def disown(slot: Slot, folders: list[str]) -> None:
+    """Give an adopted slot its folders' names back (`adopt`): the keeper that offered it removes them."""
+    for now, before in zip(slot.folders, folders):
+        if now != before:
+            try:
+                os.rename(now, before)
+            except OSError:
+                pass
+
+
+def inodes(slot: Slot) -> list[int]:
+    """The inodes of the slot's folders: which groups they are, whatever their names become."""
+    return [os.stat(f).st_ino for f in slot.folders]
 
 
 def give_back(slot: Slot) -> None:
@@ -62,21 +110,38 @@ def give_back(slot: Slot) -> None:
             _FREE.setdefault(os.getpid(), []).append(slot)
 
 
-def _new(number: int) -> Slot | None:
+def _new() -> Slot | None:
+    """A slot of folders that did not exist: a name a slot of a grader since gone still has (its
+    keeper's, or adopted by another grader, `adopt`) is passed over."""
     bases = hierarchies.bases()
-    name = f"grader-{os.getpid()}-watch{number}"
-    perf = os.path.join(bases["perf_event"], name)
-    try:
-        os.makedirs(perf, exist_ok=True)
-    except OSError:
-        return None
-    _thread_mode(perf, bases["perf_event"])
-    online = tuple(cpu_list(_read("/sys/devices/system/cpu/online") or "0"))
-    if "cpuset" not in bases:
-        return Slot((perf,), online)
-    cpuset = os.path.join(bases["cpuset"], name)
-    cpu = _pin(cpuset, bases["cpuset"])
-    return Slot((perf, cpuset), (cpu,)) if cpu is not None else Slot((perf,), online)
+    for _ in range(100):
+        name = _name()
+        perf = os.path.join(bases["perf_event"], name)
+        try:
+            os.mkdir(perf)
+        except FileExistsError:
+            continue
+        except OSError:
+            return None
+        _thread_mode(perf, bases["perf_event"])
+        online = tuple(cpu_list(_read("/sys/devices/system/cpu/online") or "0"))
+        if "cpuset" not in bases:
+            return Slot((perf,), online)
+        cpuset = os.path.join(bases["cpuset"], name)
+        try:
+            cpu = _pin(cpuset, bases["cpuset"])
+        except FileExistsError:
+            os.rmdir(perf)
+            continue
+        return Slot((perf, cpuset), (cpu,)) if cpu is not None else Slot((perf,), online)
+    return None
+
+
+def _name() -> str:
+    """The next name of this process's slots (a forked grader counts its own)."""
+    with _POOL:
+        _MADE[os.getpid()] = number = _MADE.get(os.getpid(), 0) + 1
+    return f"grader-{os.getpid()}-watch{number}"
 
 
 def _thread_mode(folder: str, base: str) -> None:
@@ -106,11 +171,13 @@ def _pin(folder: str, parent: str) -> int | None:
         fcntl.flock(lock, fcntl.LOCK_EX)
         cpu = least_held(cpu_list(cpus), [cpu_list(_read(os.path.join(parent, entry, "cpuset.cpus")))
                                           for entry in held_slots(parent)])
-        os.makedirs(folder, exist_ok=True)
+        os.mkdir(folder)        # FileExistsError: another's (`_new` takes the next name)
         for key, value in (("cpuset.mems", mems), ("cpuset.cpus", str(cpu))):
             with open(os.path.join(folder, key), "w") as f:
                 f.write(value)
         return cpu
+    except FileExistsError:
+        raise
     except OSError:
         try:
             os.rmdir(folder)
