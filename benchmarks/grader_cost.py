@@ -25,6 +25,7 @@ machine move with its load, which is printed too.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import subprocess
@@ -129,20 +130,15 @@ def _decline_offers() -> None:
         keeper.adopt(library, lambda spare: None, dispose=lambda fds: [os.close(d) for d in fds])
 
 
+@functools.cache
 def _keeper():
     """This checkout's grader.sandbox.keeper, loaded from its file (it imports only the standard
     library): a benchmark may have another checkout's grader first on its path."""
-    if "_keeper" not in _LOADED:
-        import importlib.util
-        spec = importlib.util.spec_from_file_location("_bench_keeper", os.path.join(ROOT, "grader", "sandbox",
-                                                                                    "keeper.py"))
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        _LOADED["_keeper"] = module
-    return _LOADED["_keeper"]
-
-
-_LOADED: dict[str, object] = {}
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("_bench_keeper", os.path.join(ROOT, "grader", "sandbox", "keeper.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _counters_held() -> bool:

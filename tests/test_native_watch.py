@@ -464,7 +464,7 @@ def _offered(monkeypatch, spares: list[dict], claim, seconds: float = 10, uids: 
 
 def _spare(name: str, pipes: list[tuple[int, int]]) -> dict:
     return {"folders": [f"/nowhere/{name}"], "inodes": [1], "cpus": [0], "library": "0:0",
-            "counters": {str(100 + i): [r] for i, (r, _) in enumerate(pipes)}}
+            "counters": {100 + i: [r] for i, (r, _) in enumerate(pipes)}}
 
 
 def test_a_keeper_hands_its_slots_to_the_next_grader(monkeypatch):
@@ -516,14 +516,37 @@ def test_an_adopted_slot_is_checked_and_renamed():
     """A slot offered is taken only while its folders are the same groups (inodes), in this machine's
     hierarchies, and empty; its cpuset folder is renamed after the adopter, which new slots pass over."""
     import os
+    import signal
+    import time
+
+    from grader.sandbox import cgroups
     slot = watch_slots._new()
     assert slot is not None
+    made = slot.folders
     try:
         inodes = watch_slots.inodes(slot)
         folders, cpus = list(slot.folders), list(slot.cpus)
         assert watch_slots.adopt(folders, [i + 1 for i in inodes], cpus) is None            # another group
         assert watch_slots.adopt(["/tmp/" + os.path.basename(folders[0])] + folders[1:], inodes, cpus) is None
+        r, w = os.pipe()
+        member = os.fork()
+        if member == 0:         # a process left in the slot: its counts would mix with the adopter's child's
+            os.close(r)
+            os._exit(0 if not cgroups.join([os.path.join(f, "cgroup.procs") for f in folders])
+                     and os.write(w, b"in") and time.sleep(60) is None else 1)
+        os.close(w)
+        joined = os.read(r, 2)
+        try:
+            assert joined == b"in" and watch_slots.adopt(folders, inodes, cpus) is None          # not empty
+        finally:
+            os.kill(member, signal.SIGKILL)
+            os.waitpid(member, 0)
+            os.close(r)
+        deadline = time.monotonic() + 5
+        while not slot.empty() and time.monotonic() < deadline:
+            time.sleep(0.05)
         taken = watch_slots.adopt(folders, inodes, cpus)
+        made += taken.folders if taken else ()
         assert taken is not None and taken.folders[0] == folders[0] and taken.cpus == slot.cpus
         if len(folders) == 2:
             assert taken.folders[1] != folders[1] and f"grader-{os.getpid()}-watch" in taken.folders[1]
@@ -531,8 +554,9 @@ def test_an_adopted_slot_is_checked_and_renamed():
         watch_slots.disown(taken, folders)
         assert all(os.path.isdir(f) for f in folders) and watch_slots.inodes(slot) == inodes
     finally:
-        for folder in slot.folders:
-            os.rmdir(folder)
+        for folder in set(made):
+            if os.path.isdir(folder):
+                os.rmdir(folder)
 
 
 @pytest.mark.skipif(not watch_slots.possible(), reason="no watch slots on this machine (not root, or cgroup2 only)")

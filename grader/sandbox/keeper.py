@@ -116,7 +116,7 @@ def main(fd: int, grader: int) -> None:
             spare = spares.setdefault(tuple(counter["folders"]), {
                 "folders": counter["folders"], "inodes": counter["inodes"], "cpus": counter["cpus"],
                 "library": counter["library"], "counters": {}})
-            spare["counters"].setdefault(str(counter["offset"]), []).extend(fds)
+            spare["counters"].setdefault(counter["offset"], []).extend(fds)
     now.put(None)
     closer.join()
     if ended is not None:       # its exit is closing its own copies: wait until it has
@@ -183,7 +183,7 @@ def _hand_over(conn: socket.socket, spares: list[dict]) -> list[dict] | None:
         fds = [d for s in spares for d in _flat(s)]
         parts = [fds[i:i + _MOST] for i in range(0, len(fds), _MOST)]
         manifest = [{**{k: s[k] for k in ("folders", "inodes", "cpus")},
-                     "counters": [[int(off), len(d)] for off, d in s["counters"].items()]} for s in spares]
+                     "counters": [[off, len(d)] for off, d in s["counters"].items()]} for s in spares]
         conn.sendall(json.dumps({"slots": manifest, "parts": len(parts)}).encode())
         for part in parts:
             socket.send_fds(conn, [b"fds"], part)

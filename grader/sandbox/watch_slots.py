@@ -52,6 +52,7 @@ def take() -> Slot | None:
 
 
 def any_free() -> bool:
+    """Whether this process has a slot no child is in (`take` then makes none)."""
     with _POOL:
         return bool(_FREE.get(os.getpid()))
 
