@@ -52,6 +52,10 @@ curriculum, every module of the catalog (`grader list`) in every submission:
      (/proc/stat: the grading parent, the zygote, the children, the keeper, the kernel's threads),
      the mean of --floor-runs; and the overhead beyond it. No full-curriculum submission costs less
      than the floor, however little its own compute: it is what one fresh child per exercise costs.
+     Beside it, an exercise's share of the floor spent in the kernel (forks, page faults, exits,
+     namespaces), with the machine's page faults (/proc/vmstat) and its huge-page splits: each of the
+     zygote's huge pages a child writes to is split (grader.sandbox.zygote), and each page it writes
+     to is copied on that first write.
    - where a submission's CPU goes: the same submissions graded again by the engine as a worker
      grades them, one after another, split by who spent the CPU: the grading parent (its own CPU),
      the sandbox's processes (its child processes: the zygote with the confined children it reaped,
@@ -94,6 +98,7 @@ from __future__ import annotations
 import argparse
 import ast
 import builtins
+import dataclasses
 import gc
 import importlib
 import importlib.util
@@ -373,8 +378,8 @@ def where_it_goes(subs: str, groups: dict[str, list[str]], names: list[str]) -> 
 def combined(parts: dict[str, Split], groups: dict[str, list[str]]) -> Split:
     """The mean submission of all `groups` from each group's mean `parts`."""
     n = sum(len(groups[k]) for k in parts)
-    return Split(*(sum(getattr(parts[k], f) * len(groups[k]) for k in parts) / n
-                   for f in ("parent", "sandbox", "other")))
+    return Split(*(sum(getattr(parts[k], f.name) * len(groups[k]) for k in parts) / n
+                   for f in dataclasses.fields(Split)))
 
 
 _APART = ("import dataclasses, json, sys; sys.path.insert(0, 'benchmarks'); import batch_throughput as b; "
@@ -698,6 +703,9 @@ def benchmark(args: argparse.Namespace, work: Path) -> None:
         print(f"  isolation floor: a submission of {count} exercises each as cheap as {FLOOR_EXERCISE} costs "
               f"{floor.total:.3f} core-s ({floor.total / count * 1000:.1f} core-ms an exercise; machine-wide CPU, the "
               f"mean of {args.floor_runs}); overhead beyond it {overhead - floor.total:.3f} s")
+        print(f"    an exercise of the floor, machine-wide: {floor.kernel / count * 1000:.1f} core-ms of it in the "
+              f"kernel, {floor.faults / count:.0f} page faults (a child's first write to each page it shares with "
+              f"the zygote among them), {floor.splits / count:.1f} of the zygote's huge pages split in a child")
     groups = {k: [s for s in sorted(kinds) if kinds[s].split(":")[0] == k] for k in mix}
     by_kind = apart("where_it_goes", str(subs), groups, list(names))
     print_where_it_goes(overhead, own / args.n, combined(by_kind, groups), floor, count, idle)

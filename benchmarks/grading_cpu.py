@@ -35,10 +35,27 @@ def public_environment() -> dict[str, str]:
 def busy_core_seconds() -> float:
     """CPU time every process of the machine has used since boot (user, nice, system, irq, softirq),
     in seconds: what a grade costs its parent, the zygote, the child, the keeper and the kernel."""
+    user, nice, system, irq, softirq = _cpu_ticks()
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
+def _kernel_work() -> tuple[float, int, int]:
+    """Since boot, machine-wide: the kernel's CPU seconds (system, irq, softirq), page faults, and
+    huge pages mapped again in small pages (`thp_split_pmd`: a child writing to the zygote's huge
+    pages); 0 for a counter the kernel does not keep."""
+    _, _, system, irq, softirq = _cpu_ticks()
+    with open("/proc/vmstat") as f:
+        counters = dict(line.split() for line in f)
+    return ((system + irq + softirq) / os.sysconf("SC_CLK_TCK"), int(counters.get("pgfault", 0)),
+            int(counters.get("thp_split_pmd", 0)))
+
+
+def _cpu_ticks() -> tuple[int, ...]:
+    """/proc/stat's user, nice, system, irq and softirq ticks of all CPUs together."""
     with open("/proc/stat") as f:
         fields = f.readline().split()
     user, nice, system, _idle, _iowait, irq, softirq = map(int, fields[1:8])
-    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+    return user, nice, system, irq, softirq
 
 
 def _descendants_seconds() -> float:
@@ -59,33 +76,37 @@ def _descendants_seconds() -> float:
 
 @dataclasses.dataclass(frozen=True)
 class Split:
-    """Core-seconds spent while some grading ran in this process, by who spent them."""
+    """Core-seconds spent while some grading ran in this process, by who spent them, and what the
+    machine's kernel did meanwhile."""
     parent: float       # the grading process (its threads: cases, references, judges, the sandbox's parent side)
     sandbox: float      # the zygote, the confined children it forked, the keeper
     other: float        # everything else the machine ran meanwhile: the kernel's threads (namespaces and
                         # control groups torn down), and whatever else runs on the machine
+    kernel: float = 0.0     # of the total, the kernel's (forks, page faults, exits, namespaces, groups)
+    faults: float = 0.0     # page faults, machine-wide
+    splits: float = 0.0     # the zygote's huge pages mapped again in small pages (a child wrote to one)
 
     @property
     def total(self) -> float:
         return self.parent + self.sandbox + self.other
 
     def __truediv__(self, n: float) -> "Split":
-        return Split(self.parent / n, self.sandbox / n, self.other / n)
+        return Split(*(getattr(self, f.name) / n for f in dataclasses.fields(self)))
 
 
 def cpu_split(grade: Callable[[], object]) -> Split:
     """Who spent the machine's CPU while `grade()` ran: this process, its child processes, the rest.
     The zygote's children are counted once the zygote has reaped them, so the first reading waits for
     those of an earlier grade (they would be counted here too) and the last for those of this one."""
-    def now() -> tuple[float, float, float]:
+    def now() -> tuple[float, ...]:
         own = resource.getrusage(resource.RUSAGE_SELF)
-        return own.ru_utime + own.ru_stime, _descendants_seconds(), busy_core_seconds()
+        return (own.ru_utime + own.ru_stime, _descendants_seconds(), busy_core_seconds(), *_kernel_work())
     time.sleep(REAPED_WITHIN)
     before = now()
     grade()
     time.sleep(REAPED_WITHIN)
-    parent, sandbox, machine = (a - b for a, b in zip(now(), before))
-    return Split(parent, sandbox, max(0.0, machine - parent - sandbox))
+    parent, sandbox, machine, kernel, faults, splits = (a - b for a, b in zip(now(), before))
+    return Split(parent, sandbox, max(0.0, machine - parent - sandbox), kernel, faults, splits)
 
 
 def worker_config(root: str):
