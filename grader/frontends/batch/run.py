@@ -50,9 +50,13 @@ class Options:
     assignment: str | None = None
     nbgrader_db: str | None = None
     similarity: bool = False            # also compare the submissions' code (grader similarity), after grading
-    # Exercises at once within a worker. An exercise's time is mostly waiting on its child (start,
-    # replies, teardown), not CPU: on 2 cores, 2 workers x 2 grade 1.3x faster than 2 x 1
-    # (benchmarks/batch_throughput.py; 263-280 vs 343-371 submissions/min), 2 x 3 no faster than 2 x 2.
+    # Exercises at once within a worker; every row records it (its settings' "jobs"), and the local
+    # pool and a cluster grade with the same number, so their rows are equal. On 2 cores, `grader batch
+    # --jobs 2` of the same class (2026-12, alternated): attention alone, 200 submissions, 2 x 1 and
+    # 2 x 2 took 35.5-35.9 s each; the full curriculum, 120 submissions, 2 x 1 took 200.2-200.3 s
+    # and 383 busy core-s against 203.7-205.8 s and 401-405 for 2 x 2. Two at a time stays: it is
+    # 2-3% slower there, but a class smaller than the pool (one late submission regraded) would leave
+    # cores idle with one.
     exercise_jobs: int = 2
     scheduler: str | None = None        # tcp://HOST:PORT of a running Dask scheduler
     cluster: str | None = None          # local:N: a Dask LocalCluster of N workers, started here
