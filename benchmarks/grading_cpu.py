@@ -35,27 +35,22 @@ def public_environment() -> dict[str, str]:
 def busy_core_seconds() -> float:
     """CPU time every process of the machine has used since boot (user, nice, system, irq, softirq),
     in seconds: what a grade costs its parent, the zygote, the child, the keeper and the kernel."""
-    user, nice, system, irq, softirq = _cpu_ticks()
-    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+    return _machine()[0]
 
 
-def _kernel_work() -> tuple[float, int, int]:
-    """Since boot, machine-wide: the kernel's CPU seconds (system, irq, softirq), page faults, and
-    huge pages mapped again in small pages (`thp_split_pmd`: a child writing to the zygote's huge
-    pages); 0 for a counter the kernel does not keep."""
-    _, _, system, irq, softirq = _cpu_ticks()
-    with open("/proc/vmstat") as f:
-        counters = dict(line.split() for line in f)
-    return ((system + irq + softirq) / os.sysconf("SC_CLK_TCK"), int(counters.get("pgfault", 0)),
-            int(counters.get("thp_split_pmd", 0)))
-
-
-def _cpu_ticks() -> tuple[int, ...]:
-    """/proc/stat's user, nice, system, irq and softirq ticks of all CPUs together."""
+def _machine() -> tuple[float, float, int, int]:
+    """Since boot, machine-wide, from one reading of /proc/stat: busy CPU seconds (as
+    `busy_core_seconds`) and the kernel's (system, irq, softirq); then page faults and huge pages
+    mapped again in small pages (/proc/vmstat `thp_split_pmd`: a child writing to the zygote's huge
+    pages), 0 for a counter the kernel does not keep."""
     with open("/proc/stat") as f:
         fields = f.readline().split()
     user, nice, system, _idle, _iowait, irq, softirq = map(int, fields[1:8])
-    return user, nice, system, irq, softirq
+    with open("/proc/vmstat") as f:
+        counters = dict(line.split() for line in f)
+    tick = os.sysconf("SC_CLK_TCK")
+    return ((user + nice + system + irq + softirq) / tick, (system + irq + softirq) / tick,
+            int(counters.get("pgfault", 0)), int(counters.get("thp_split_pmd", 0)))
 
 
 def _descendants_seconds() -> float:
@@ -100,7 +95,7 @@ def cpu_split(grade: Callable[[], object]) -> Split:
     those of an earlier grade (they would be counted here too) and the last for those of this one."""
     def now() -> tuple[float, ...]:
         own = resource.getrusage(resource.RUSAGE_SELF)
-        return (own.ru_utime + own.ru_stime, _descendants_seconds(), busy_core_seconds(), *_kernel_work())
+        return (own.ru_utime + own.ru_stime, _descendants_seconds(), *_machine())
     time.sleep(REAPED_WITHIN)
     before = now()
     grade()
