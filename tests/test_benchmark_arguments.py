@@ -4,6 +4,7 @@ batch benchmark's split of the CPU counts the sandbox's children where they ran 
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -44,6 +45,8 @@ REFUSED = [   # (script, arguments, what the message says)
     ("exercise_cost.py", ["--grades", "0"], "argument --grades: 0 is too few"),
     ("exercise_cost.py", ["--rounds", "none"], "argument --rounds: 'none' is not a whole number"),
     ("exercise_cost.py", ["--against", "benchmarks"], "not a checkout of this project"),
+    ("child_faults.py", ["--children", "0"], "argument --children: 0 is too few"),
+    ("child_faults.py", ["--top", "many"], "argument --top: 'many' is not a whole number"),
 ]
 
 
@@ -54,8 +57,9 @@ def test_a_bad_argument_is_refused_with_what_to_give(script, args, message):
     assert message in p.stderr and "Traceback" not in p.stderr, p.stderr[-2000:]
 
 
-def test_the_breakdown_names_an_unknown_exercise_instead_of_a_traceback():
-    p = bench("sandbox_breakdown.py", "--exercise", "attention.no_such_thing", "--runs", "1")
+@pytest.mark.parametrize("script", ["sandbox_breakdown.py", "child_faults.py"])
+def test_an_unknown_exercise_is_named_instead_of_a_traceback(script):
+    p = bench(script, "--exercise", "attention.no_such_thing")
     assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr[-2000:]
     assert "--exercise attention.no_such_thing: no such exercise" in p.stderr and "grader list" in p.stderr
 
@@ -116,6 +120,26 @@ def test_the_breakdown_measures_an_exercise_whose_module_imports_another():
     imports = round(figures[0] / figures[1]) if children > 1 else 1 if len(figures) == 2 else 0
     assert imports == children, (children, line)
     assert "one grade of the exercise, end to end" in p.stdout
+
+
+@pytest.mark.slow
+def test_the_fault_map_counts_every_child_that_served_a_request():
+    """The children forked while perf samples the zygote are counted, each whole, and the spare still
+    waiting for a request that never came is not (the children that served one, ended but not yet
+    reaped by the zygote, were taken for it: 59 children of 61). The table's rows add up to the
+    faults each child took, most of them in the interpreter's memory and code."""
+    if shutil.which("perf") is None:
+        pytest.skip("perf is not installed on this machine")
+    p = bench("child_faults.py", "--children", "4", "--top", "100", timeout=300)
+    if "could not sample the zygote" in p.stderr:
+        pytest.skip(p.stderr.strip()[-300:])
+    assert p.returncode == 0, p.stderr[-3000:]
+    found = re.search(r"^(\d+) children, (\d+) page faults each", p.stdout, re.M)
+    assert found and int(found.group(1)) == 4 and int(found.group(2)) > 100, p.stdout[:500]
+    table = p.stdout.split("function that took the fault")[0]
+    per_child = [float(x.split()[-3]) for x in table.splitlines() if x.endswith(tuple("0123456789")) and "%" in x]
+    assert sum(per_child) == pytest.approx(int(found.group(2)), abs=0.5 + 0.05 * len(per_child)), table
+    assert "libpython3" in table, table
 
 
 SPLIT = """
