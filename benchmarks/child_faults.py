@@ -15,8 +15,8 @@ counted). Each child's fault is placed in the zygote's mapping that holds its ad
 /proc/PID/maps, read before the first child: a child keeps its parent's mappings, and what it maps
 itself is shown apart), and given to the function whose instruction took it. Printed, per child:
 - faults by mapping (a library's data, its code, the heap, anonymous memory: the interpreter's
-  arenas and torch's allocations), with the distinct pages all the children wrote between them
-  (the same pages in every child: a page written by each child is copied once by each);
+  arenas and torch's allocations), with the distinct pages all the children faulted in between
+  them: about as many as each child's faults, so every child writes (and copies) the same pages;
 - faults by the function that took them (Python's evaluation loop changing a reference count,
   its type-attribute cache, malloc...);
 - the zygote's own faults (its pages that it writes again after a fork shared them).
