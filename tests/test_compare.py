@@ -100,3 +100,48 @@ def test_the_figures_are_those_of_the_elementwise_criterion_with_or_without_non_
         assert list(c.worst_index) == index and c.mismatch_fraction == len(bad) / len(errs), (trial, c)
         assert [list(m.index) for m in c.mismatches] == [
             [int(i) for i in torch.unravel_index(torch.tensor(i), shape)] if shape else [] for i in bad[:5]]
+
+
+def test_every_dtype_and_layout_with_infinities_gets_the_figures_of_the_elementwise_criterion():
+    """The same criterion element by element in Python floats (float64), whatever the float dtype
+    (float16 and bfloat16 included), the layout (transposed, 0-d) and the non-finite values on either
+    side: Inf matches only the same Inf, NaN only NaN; a non-finite value on one side is a mismatch
+    with an infinite error, and the relative error ignores a non-finite reference."""
+    import math
+    import random
+    rng = random.Random(0)
+    specials = [math.nan, math.inf, -math.inf, 0.0, 1e30]
+    for trial in range(400):
+        dtype = (torch.float32, torch.float64, torch.float16, torch.bfloat16)[trial % 4]
+        shape = tuple(rng.randint(1, 4) for _ in range(rng.choice([0, 1, 2, 3])))
+        e = torch.randn(shape, dtype=torch.float64)
+        a = e + torch.randn(shape, dtype=torch.float64) * 10.0 ** -rng.randint(1, 6)
+        for _ in range(rng.randint(0, 3)):
+            i, v = rng.randrange(e.numel()), rng.choice(specials)
+            for t in rng.choice([(a,), (e,), (a, e)]):
+                t.view(-1)[i] = v
+        a, e = a.to(dtype), e.to(dtype)
+        if len(shape) >= 2 and trial % 3 == 0:      # strided, not contiguous
+            a, e = a.transpose(0, 1).contiguous().transpose(0, 1), e.transpose(0, 1).contiguous().transpose(0, 1)
+        atol, rtol = rng.choice([(1e-5, 1e-4), (0.0, 0.0), (1e-2, 0.0)])
+        c = compare_tensor(a, e, "out", lambda dt: (atol, rtol))
+        xs, ys = a.double().reshape(-1).tolist(), e.double().reshape(-1).tolist()
+        errs, bad = [], []
+        for i, (x, y) in enumerate(zip(xs, ys)):
+            one_nan, one_inf = math.isnan(x) != math.isnan(y), math.isinf(x) != math.isinf(y)
+            same = (math.isnan(x) and math.isnan(y)) or (math.isinf(x) and x == y)
+            err = 0.0 if same else math.inf if one_nan or one_inf else abs(x - y)
+            errs.append(err)
+            if one_nan or (math.isinf(x) and not same) or err > atol + rtol * (abs(y) if math.isfinite(y) else 0.0):
+                bad.append(i)
+        ranked = [1e300 if i in bad and err == math.inf else err if i in bad or math.isfinite(err) else 0.0
+                  for i, err in enumerate(errs)]
+        worst = max(range(len(ranked)), key=lambda i: (ranked[i], -i))
+        assert c.ok == (not bad) and c.mismatch_fraction == len(bad) / len(xs), (trial, c)
+        assert c.max_abs_error == max(errs) and list(c.worst_index) == _index(worst, shape), (trial, c)
+        assert [(list(m.index), repr(m.actual), repr(m.expected)) for m in c.mismatches] == [
+            (_index(i, shape), repr(xs[i]), repr(ys[i])) for i in bad[:5]], (trial, c)     # repr: NaN is NaN
+
+
+def _index(flat: int, shape: tuple[int, ...]) -> list[int]:
+    return [int(i) for i in torch.unravel_index(torch.tensor(flat), shape)] if shape else []
