@@ -10,6 +10,7 @@ from grader.config import ExerciseConfig
 from grader.pipeline.context import Context, ModuleLoad
 from grader.pipeline.engine import grade
 from grader.results import FailureKind, Status, from_dict, to_dict
+from grader.sandbox import wire
 
 SECRET = "V_2x4x8_secret"
 
@@ -83,6 +84,22 @@ def test_hidden_cases_say_only_the_kind_of_failure(tmp_path, sandbox, config):
         assert SECRET not in json.dumps(to_dict(c)) and c.description == "inputs withheld (hidden case)"
 
 
+def test_a_second_grading_sends_the_arguments_encoded_with_the_kept_cases(tmp_path, sandbox, config, monkeypatch):
+    """A batch worker encodes each case's arguments once (cases.prepared), not once per submission:
+    the second grading sends the kept bytes, and its children still get every case's inputs."""
+    spec = dataclasses.replace(DOUBLE)           # a spec object of its own: nothing kept for it yet
+    hidden = dataclasses.replace(config, secret_seed=4321)
+    encoded = []
+    real = wire.arguments
+    monkeypatch.setattr(wire, "arguments", lambda *a, **k: encoded.append(1) or real(*a, **k))
+    folder = str(submit(tmp_path, "return 2 * x"))
+    first = grade(folder, [spec], hidden, sandbox=sandbox).exercises[0]
+    assert len(encoded) == 4                    # two public cases, two hidden: each encoded once
+    second = grade(folder, [spec], hidden, sandbox=sandbox).exercises[0]
+    assert len(encoded) == 4, "the second grading encoded arguments again"
+    assert first.status is second.status is Status.PASSED and len(second.cases) == 4, second.message
+
+
 def test_the_context_decides_each_module_load_once():
     ctx = Context(submission=None, config=None, sandbox=None, deadline=0.0)
     calls = []
@@ -107,15 +124,18 @@ def test_cases_and_references_are_computed_once_per_process_and_handed_out_as_co
         return 2 * x
     spec = dataclasses.replace(DOUBLE, id="toy.prepared", reference=reference)
     fresh = build_cases(spec, 7)
-    first_cases, first_refs = prepared(spec, 7)
+    first_cases, first_refs, _ = prepared(spec, 7)
     assert len(calls) == len(fresh) == 4         # two public cases, two hidden
     first_cases[0].args[0].add_(100.0)
     first_refs[0].zero_()
-    cases, refs = prepared(spec, 7)
+    cases, refs, encoded = prepared(spec, 7)
     assert len(calls) == 4                       # not computed again
     assert [c.name for c in cases] == [c.name for c in fresh] and [c.hidden for c in cases] == [c.hidden for c in fresh]
     assert all(torch.equal(c.args[0], f.args[0]) for c, f in zip(cases, fresh))
     assert all(torch.equal(r, 2 * f.args[0]) for r, f in zip(refs, fresh))
+    # the arguments as the children receive them: encoded once, from the kept cases, not the first caller's
+    for (args, kwargs), f in zip(map(wire.loads, encoded), fresh):
+        assert len(args) == len(f.args) and torch.equal(args[0], f.args[0]) and kwargs == dict(f.kwargs)
     prepared(spec, 8)
     assert len(calls) == 8                       # another secret seed: other hidden cases
     # a spec object of the same id (an override) is not served what another one computed
@@ -136,7 +156,8 @@ def test_cases_a_copy_would_not_reproduce_are_computed_for_every_caller():
         return x * 2
     spec = dataclasses.replace(DOUBLE, id="toy.requires_grad", cases=graph, reference=reference)
     for _ in range(2):
-        cases, refs = prepared(spec, None)
+        cases, refs, encoded = prepared(spec, None)
+        assert encoded == [None]      # nothing kept: each call encodes its own
         assert cases[0].args[0].requires_grad and torch.equal(refs[0], 2 * cases[0].args[0].detach())
     assert len(calls) == 2
 

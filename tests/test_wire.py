@@ -165,6 +165,26 @@ def test_numpy_arrays_are_refused_with_what_to_return_instead():
         [0.5, 3, True, 2.5]
 
 
+def test_a_call_and_its_arguments_encoded_earlier_arrive_as_two_messages_in_order():
+    """A call's arguments may be encoded once (wire.arguments) and sent after its request as they are,
+    the same bytes to every child: each reader gets (args, kwargs) rebuilt, its own copy."""
+    import socket
+    a, b = socket.socketpair()
+    x = torch.arange(6.0).reshape(2, 3)
+    encoded = wire.arguments([x, 2], {"mask": None, "scale": 0.5})
+    for _ in range(2):
+        wire.send(a, {"op": "call", "function": "f"}, encoded)
+        assert wire.recv(b, timeout=5) == {"op": "call", "function": "f"}
+        args, kwargs = wire.recv(b, timeout=5)
+        assert isinstance(args, tuple) and torch.equal(args[0], x) and args[1] == 2
+        assert kwargs == {"mask": None, "scale": 0.5}
+        args[0].add_(1.0)       # the reader's copy: the next reader gets the same values
+    wire.send(a, {"op": "exit"})
+    assert wire.recv(b, timeout=5) == {"op": "exit"}
+    a.close()
+    b.close()
+
+
 def test_a_reply_trickling_in_misses_its_wall_clock_deadline():
     """Each recv waits only for what is left of the whole message's time, not a fresh timeout."""
     import socket

@@ -133,15 +133,15 @@ def grade_exercise(spec: ExerciseSpec, ctx: Context) -> ExerciseResult:
     started = ctx.remaining() > 0
     # the references first: here, while the sandbox may still be starting, they cost no waiting
     if started:
-        cases, refs = prepared(spec, ctx.config.secret_seed)
+        cases, refs, encoded = prepared(spec, ctx.config.secret_seed)
     else:
         cases = build_cases(spec, ctx.config.secret_seed)
-        refs = [None] * len(cases)
+        refs = encoded = [None] * len(cases)
     runner = CaseRunner(spec, ctx)
     try:    # the first exercise of a module to need its import decided has it tried in its own child
         load = imports.module_load(spec.module, ctx, runner.decide_import) if started else ModuleLoad(dict(sub.files))
         runner.loaded(load)
-        results = runner.run_all(cases, refs if ctx.remaining() > 0 else [None] * len(cases))
+        results = runner.run_all(cases, refs if ctx.remaining() > 0 else [None] * len(cases), encoded)
     finally:
         output, truncated = runner.close()
     results = precision.annotate(results)   # needs every case: float64 misses of float32's size

@@ -171,10 +171,12 @@ class CaseRunner:
                 self.forbidden_hits.append(h)
 
     # -- cases -----------------------------------------------------------------------------
-    def run_all(self, cases: list[Case], references: list[Any]) -> list[CaseResult]:
+    def run_all(self, cases: list[Case], references: list[Any],
+                encoded: list[bytes | None] | None = None) -> list[CaseResult]:
+        """`encoded`: each case's arguments as the wire carries them, where kept (cases.prepared)."""
         results: list[CaseResult] = []
         strikes = 0
-        for case, ref in zip(cases, references):
+        for case, ref, arguments in zip(cases, references, encoded or [None] * len(cases)):
             if strikes >= 2 or self.ctx.remaining() <= 0:
                 results.append(self._failed(case, FailureKind.STRIKES if strikes >= 2 else FailureKind.TIME_LIMIT))
                 continue
@@ -198,17 +200,19 @@ class CaseRunner:
             if self._missing:
                 results.append(self._failed(case, FailureKind.MISSING_FUNCTION, self._missing_message()))
                 continue
-            result = self.run_case(case, ref)
+            result = self.run_case(case, ref, arguments)
             strikes = strikes + 1 if result.failure in _STRIKES else 0
             results.append(result)
         return results
 
-    def run_case(self, case: Case, ref: Any) -> CaseResult:
-        """Call the student's function on `case` in the open child and judge the reply."""
+    def run_case(self, case: Case, ref: Any, encoded: bytes | None = None) -> CaseResult:
+        """Call the student's function on `case` in the open child and judge the reply (`encoded`:
+        the case's arguments already in the wire format)."""
         start = time.monotonic()
         first, self._first_call = self._first_call, False
         timeout = self._timeout(STARTUP_GRACE if first else 0.0)
-        outcome = self.session.call(self.spec.function, case.args, dict(case.kwargs), timeout=timeout)
+        outcome = self.session.call(self.spec.function, case.args, dict(case.kwargs), timeout=timeout,
+                                    encoded=encoded)
         self._record_hits(outcome)
         self._record_called(outcome)
         seconds = time.monotonic() - start

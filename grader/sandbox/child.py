@@ -146,12 +146,13 @@ def serve(sock: socket.socket, setup: dict[str, Any]) -> None:
     while True:
         try:
             req = wire.recv(sock)
+            if req.get("op") != "call":
+                return
+            args, kwargs = wire.recv(sock)      # the call's arguments follow it (wire.arguments)
         except EOFError:
             return
-        if req.get("op") != "call":
-            return
         called.clear()
-        reply = _call(module, req, rules, hits, driver, workdir)
+        reply = _call(module, req, args, kwargs, rules, hits, driver, workdir)
         reply["substitutes_called"] = sorted(called)
         try:
             sys.stdout.flush()
@@ -167,13 +168,12 @@ def serve(sock: socket.socket, setup: dict[str, Any]) -> None:
                              "error": {"type": "UnsendableResult", "message": why, "traceback": ""}})
 
 
-def _call(module, req, rules, hits, driver, workdir) -> dict[str, Any]:
+def _call(module, req, args, kwargs, rules, hits, driver, workdir) -> dict[str, Any]:
     name = req["function"]
     fn = getattr(module, name, None)
     if fn is None or not callable(fn):
         return {"ok": False, "missing": True, "hits": hits.items,
                 "error": {"type": "MissingFunction", "message": name, "traceback": ""}}
-    args, kwargs = req.get("args", []), req.get("kwargs", {})
     before = [_snapshot(a) for a in args], {k: _snapshot(v) for k, v in kwargs.items()}
     watch = tripwires.AtenWatch(rules, hits) if any(r.get("aten") for r in rules) else None
     start = time.perf_counter()

@@ -161,24 +161,25 @@ class Session:
 
     # -- calls ---------------------------------------------------------------------------
     def call(self, function: str, args: tuple = (), kwargs: dict | None = None, *,
-             timeout: float = 10.0, plain: bool = False) -> Outcome:
-        """Call `function` (through the session's driver unless `plain`) with a wall-time limit."""
+             timeout: float = 10.0, plain: bool = False, encoded: bytes | None = None) -> Outcome:
+        """Call `function` (through the session's driver unless `plain`) with a wall-time limit.
+        `encoded`: wire.arguments(args, kwargs), made earlier (kept with the cases), sent as it is."""
         if not self.alive:
             return Outcome("crashed")     # no call to a stopped child
+        encoded = wire.arguments(args, kwargs) if encoded is None else encoded
         if self.watch is None:
-            return self._call(function, args, kwargs, timeout, plain)
+            return self._call(function, encoded, timeout, plain)
         counts = self.watch.read()
-        outcome = self._call(function, args, kwargs, timeout, plain)
+        outcome = self._call(function, encoded, timeout, plain)
         after = self.watch.read() if self.watch is not None else self._final   # counted, teardown included
         outcome.hits = outcome.hits + native_watch.hits(self._kernels, counts, after)
         return outcome
 
-    def _call(self, function: str, args: tuple, kwargs: dict | None, timeout: float, plain: bool) -> Outcome:
+    def _call(self, function: str, encoded: bytes, timeout: float, plain: bool) -> Outcome:
         start = time.monotonic()
         try:
             self.sock.settimeout(max(timeout, 0.01))
-            wire.send(self.sock, {"op": "call", "function": function, "args": list(args),
-                                  "kwargs": dict(kwargs or {}), "plain": plain})
+            wire.send(self.sock, {"op": "call", "function": function, "plain": plain}, encoded)   # then its arguments
         except socket.timeout:      # a child that stopped reading: the call's time runs all the same
             self.kill()
             return Outcome("timeout", seconds=time.monotonic() - start)

@@ -228,9 +228,15 @@ def _loads(view: memoryview) -> Any:
             b.release()
 
 
-def send(sock: socket.socket, obj: Any) -> None:
-    payload = dumps(obj)
-    sock.sendall(struct.pack(">Q", len(payload)) + payload)
+def arguments(args: tuple | list = (), kwargs: dict | None = None) -> bytes:
+    """The message a call's arguments travel in, (args, kwargs) encoded by dumps: made once where the
+    same arguments go to many children (grader.pipeline.cases.prepared keeps those of every case)."""
+    return dumps((tuple(args), dict(kwargs or {})))
+
+
+def send(sock: socket.socket, obj: Any, *encoded: bytes) -> None:
+    """`obj`, then each of `encoded` (messages dumps made earlier) as a message of its own, in one write."""
+    sock.sendall(b"".join(struct.pack(">Q", len(p)) + p for p in (dumps(obj), *encoded)))
 
 
 def recv(sock: socket.socket, limit: int = MAX_MESSAGE, timeout: float | None = None) -> Any:
