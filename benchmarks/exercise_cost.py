@@ -1,6 +1,7 @@
 """What each exercise costs to grade, beyond the student's own compute and beyond the isolation floor:
 
     .venv/bin/python benchmarks/exercise_cost.py [--grades 10] [--exercise ID ...] [--against TREE] [--rounds 3]
+                                                 [--whole]
 
 Each exercise of the catalog (or each --exercise) is graded with its worked solution, alone, --grades
 times one after another, in a warm sandbox as a batch worker grades (benchmarks/grading_cpu.py), and
@@ -20,6 +21,11 @@ for one thing: an exercise whose module imports another course module (transform
 attention.py) is graded here with that module's import checked in a bare child of its own (column
 "checks"), which a whole submission does once per module, or in the child of that module's own
 exercise.
+With --whole, the worked solutions are graded as one submission instead (every exercise, or every
+--exercise, two at once as a worker grades them), --grades times in a warm sandbox: one row, a
+grade's CPU, split the same way, beside the same own compute. What a batch worker spends on a
+correct submission, without the batch around it (batch_throughput.py measures that, with its spread
+of a few per cent from run to run).
 With --against TREE (a `git worktree` of an older commit), both checkouts are measured, --rounds times
 each, alternately, each in a Python of its own, and every figure is the median of its rounds.
 Timings on a shared machine move with its load, which is printed.
@@ -39,9 +45,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
-def measure(tree: str, exercises: list[str], grades: int) -> dict[str, dict[str, float]]:
-    """In this Python, with `tree`'s grader first on the path: per exercise id, its own compute and a
-    grade's CPU split (seconds)."""
+WHOLE = "the whole submission"       # the one row of --whole
+
+
+def measure(tree: str, exercises: list[str], grades: int, whole: bool = False) -> dict[str, dict[str, float]]:
+    """In this Python, with `tree`'s grader first on the path: per exercise id (or WHOLE, the chosen
+    exercises graded as one submission), its own compute and a grade's CPU split (seconds)."""
     sys.path[:0] = [tree, HERE]
     import importlib
 
@@ -56,7 +65,7 @@ def measure(tree: str, exercises: list[str], grades: int) -> dict[str, dict[str,
     unknown = [e for e in exercises if e not in specs]
     if unknown:
         sys.exit(f"--exercise {unknown[0]}: no such exercise in {tree}; `grader list` shows every id")
-    chosen = [specs[e] for e in dict.fromkeys([FLOOR_EXERCISE, *(exercises or specs)])]
+    chosen = [specs[e] for e in dict.fromkeys([*([] if whole else [FLOOR_EXERCISE]), *(exercises or specs)])]
     solutions = os.path.join(tree, "solutions")
     checks = _count_import_checks()
     config = worker_config(tree)
@@ -73,6 +82,8 @@ def measure(tree: str, exercises: list[str], grades: int) -> dict[str, dict[str,
     out = {}
     settle()
     with api.sandbox(config) as sandbox:
+        if whole:
+            return {WHOLE: _whole(solutions, chosen, config, sandbox, grades, checks, sum(own.values()))}
         for spec in chosen:
             # unmeasured: its references made in this process; cpu_split then waits, idle, while the zygote
             # reaps this grade's children (and at first puts its memory in huge pages: grader.sandbox.zygote)
@@ -87,6 +98,25 @@ def measure(tree: str, exercises: list[str], grades: int) -> dict[str, dict[str,
             out[spec.id] = {"own": own[spec.id], "parent": split.parent, "sandbox": split.sandbox,
                             "other": split.other, "checks": len(checks) / grades}
     return out
+
+
+def _whole(solutions: str, chosen: list, config, sandbox, grades: int, checks: list[str],
+           own: float) -> dict[str, float]:
+    """The worked solutions graded as one submission (`chosen`, two exercises at once as a batch worker
+    grades), once unmeasured (references made, the zygote's memory settled), then `grades` times."""
+    from grader.pipeline import engine
+    from grading_cpu import cpu_split
+
+    result = engine.grade(solutions, chosen, config, sandbox=sandbox)
+    failed = [e for e in result.exercises if e.points != e.max_points]
+    if failed:
+        sys.exit(f"{failed[0].id}'s worked solution did not pass ({failed[0].points:g} of "
+                 f"{failed[0].max_points:g}): {failed[0].message}")
+    checks.clear()
+    split = cpu_split(lambda: [engine.grade(solutions, chosen, config, sandbox=sandbox)
+                               for _ in range(grades)]) / grades
+    return {"own": own, "parent": split.parent, "sandbox": split.sandbox, "other": split.other,
+            "checks": len(checks) / grades}
 
 
 def _count_import_checks() -> list[str]:
@@ -104,10 +134,10 @@ def _count_import_checks() -> list[str]:
     return checked
 
 
-def _run(tree: str, exercises: list[str], grades: int) -> dict[str, dict[str, float]]:
+def _run(tree: str, exercises: list[str], grades: int, whole: bool) -> dict[str, dict[str, float]]:
     """`measure` in a Python of its own (its sandbox's counters closed before the next one opens)."""
     p = subprocess.run([sys.executable, __file__, "--json", "--tree", tree, "--grades", str(grades),
-                        *[a for e in exercises for a in ("--exercise", e)]],
+                        *[a for e in exercises for a in ("--exercise", e)], *(["--whole"] if whole else [])],
                        cwd=tree, capture_output=True, text=True, env=public_environment())
     if p.returncode != 0:
         sys.exit(p.stderr.strip()[-3000:] or f"measuring {tree} ended with exit code {p.returncode}")
@@ -116,6 +146,26 @@ def _run(tree: str, exercises: list[str], grades: int) -> dict[str, dict[str, fl
 
 def _beyond(row: dict[str, float]) -> float:
     return row["parent"] + row["sandbox"] + row["other"] - row["own"]
+
+
+def _whole_table(trees: list[str], medians: list[dict[str, dict[str, float]]], grades: int, rounds: int) -> None:
+    print(f"the worked solutions graded as one submission {grades} times in a warm sandbox on {os.cpu_count()} "
+          f"CPUs, two exercises at once; a grade's mean CPU in core-s, machine-wide"
+          + (f", the median of {rounds} rounds per tree" if rounds > 1 else ""))
+    print(f"  {'tree':<24}{'own':>8}{'parent':>9}{'sandbox':>9}{'rest':>8}{'graded':>9}{'beyond own':>12}{'checks':>8}")
+    for tree, m in zip(trees, medians):
+        r = m[WHOLE]
+        print(f"  {os.path.basename(tree.rstrip('/')):<24}{r['own']:8.3f}{r['parent']:9.3f}{r['sandbox']:9.3f}"
+              f"{r['other']:8.3f}{r['parent'] + r['sandbox'] + r['other']:9.3f}{_beyond(r):12.3f}{r['checks']:8g}")
+    if len(trees) > 1:
+        first, other = medians[0][WHOLE], medians[1][WHOLE]
+        graded = [r["parent"] + r["sandbox"] + r["other"] for r in (first, other)]
+        print(f"  {os.path.basename(trees[0].rstrip('/'))} less {os.path.basename(trees[1].rstrip('/'))}: parent "
+              f"{first['parent'] - other['parent']:+.3f}, sandbox {first['sandbox'] - other['sandbox']:+.3f}, rest "
+              f"{first['other'] - other['other']:+.3f}, graded {graded[0] - graded[1]:+.3f} core-s (own compute "
+              f"{first['own'] - other['own']:+.3f}: the same worked solutions unless a tree changed them, measured "
+              f"apart, in the measuring process)")
+    print(f"  (load average now {os.getloadavg()[0]:.1f})")
 
 
 def _table(trees: list[str], medians: list[dict[str, dict[str, float]]], grades: int, rounds: int) -> None:
@@ -166,20 +216,22 @@ def main() -> int:
                         "beside this one")
     parser.add_argument("--rounds", type=at_least(1), default=None, help="rounds per tree (default 1, or 3 with "
                         "--against)")
+    parser.add_argument("--whole", action="store_true", help="grade the chosen exercises as one submission, "
+                        "two at once as a batch worker grades (default: each exercise alone)")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.json:
-        print(json.dumps(measure(args.tree, args.exercise, args.grades)))
+        print(json.dumps(measure(args.tree, args.exercise, args.grades, args.whole)))
         return 0
     trees = [args.tree] + ([args.against] if args.against else [])
     rounds = args.rounds or (3 if args.against else 1)
     print(f"load average {os.getloadavg()[0]:.1f}")
     got: dict[str, list] = {t: [] for t in trees}
     for t in in_turns(trees, rounds):
-        got[t].append(_run(t, args.exercise, args.grades))
+        got[t].append(_run(t, args.exercise, args.grades, args.whole))
     medians = [{e: {k: statistics.median(r[e][k] for r in got[t]) for k in got[t][0][e]} for e in got[t][0]}
                for t in trees]
-    _table(trees, medians, args.grades, rounds)
+    (_whole_table if args.whole else _table)(trees, medians, args.grades, rounds)
     return 0
 
 

@@ -104,6 +104,21 @@ def test_the_exercise_costs_count_a_childs_compute_as_the_sandbox_and_as_its_own
 
 
 @pytest.mark.slow
+def test_the_whole_submission_cost_is_one_row_split_the_same_way():
+    """--whole grades the chosen exercises as one submission: one row, XOR's training counted in the
+    sandbox and as its own compute, the parts adding up to what the grade cost."""
+    p = bench("exercise_cost.py", "--whole", "--exercise", "mlp.train_xor", "--exercise", "attention.causal_mask",
+              "--grades", "1", timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    rows = [x.split() for x in p.stdout.splitlines() if x.startswith("  ") and x.split()[0] == ROOT.name]
+    assert len(rows) == 1, p.stdout
+    own, parent, sandbox, rest, graded, beyond_own, checks = map(float, rows[0][1:])
+    assert own > 0.1 and sandbox > 0.8 * own and checks == 0, rows
+    assert graded == pytest.approx(parent + sandbox + rest, abs=0.002), rows
+    assert beyond_own == pytest.approx(graded - own, abs=0.002) and 0 < beyond_own < 0.5 * own, rows
+
+
+@pytest.mark.slow
 def test_the_breakdown_measures_an_exercise_whose_module_imports_another():
     """transformer.py imports attention: the bare import has the whole submission beside it, as the
     child has (it ended in ModuleNotFoundError), and the module is imported afresh each time. The
