@@ -87,11 +87,8 @@ class Budgets:
         # v1 keeps memsw >= limit at every step: one of the first two writes fails whichever way the
         # limit moves, the third settles it
         for name in _LIMIT_FILES[kind]:
-            try:
-                with open(os.path.join(folder, name), "w") as f:
-                    f.write(limit)
-            except OSError:
-                pass        # no swap accounting; or lowering below what is in use: the higher limit stays
+            # refused: no swap accounting; or lowering below what is in use: the higher limit stays
+            hierarchies.write_value(os.path.join(folder, name), limit)
 
 
 def limit_hit(group: cgroups.Group | None, budget: tuple[Budgets, str] | None, memory_bytes: int) -> str:
@@ -113,15 +110,14 @@ def limit_hit(group: cgroups.Group | None, budget: tuple[Budgets, str] | None, m
 
 def _number(path: str) -> int:
     try:
-        with open(path) as f:
-            return int(f.read().strip() or 0)
+        return int(hierarchies.read_text(path).strip() or 0)
     except (OSError, ValueError):
         return 0
 
 
 def _events(path: str) -> dict[str, int]:
     try:
-        with open(path) as f:
-            return {k: int(v) for k, v in (line.split() for line in f if len(line.split()) == 2)}
+        return {k: int(v) for k, v in (line.split() for line in hierarchies.read_text(path).splitlines()
+                                       if len(line.split()) == 2)}
     except (OSError, ValueError):
         return {}

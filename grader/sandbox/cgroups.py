@@ -180,10 +180,7 @@ def join(procs: list[str]) -> list[str]:
         threaded = read_value(os.path.join(os.path.dirname(path), "cgroup.type")) == "threaded"
         tasks = os.path.join(os.path.dirname(path), "cgroup.threads" if threaded else "tasks")
         target, text = (tasks, "0") if alone and os.path.exists(tasks) else (path, str(os.getpid()))
-        try:
-            with open(target, "w") as f:
-                f.write(text)
-        except OSError:
+        if not write_value(target, text):
             missing.append(os.path.basename(os.path.dirname(os.path.dirname(path))) or path)
     return missing
 
@@ -201,8 +198,7 @@ def members_of(procs: str) -> list[int]:
     refuses that file: its threads are read instead, ids that kill() takes as their whole process."""
     for path in (procs, os.path.join(os.path.dirname(procs), "cgroup.threads")):
         try:
-            with open(path) as f:
-                return [int(line) for line in f if line.strip()]
+            return [int(line) for line in hierarchies.read_text(path).splitlines() if line.strip()]
         except OSError:
             continue
     return []
