@@ -35,29 +35,31 @@ def child_environment(pkg_root: str, threads: int) -> dict[str, str]:
     return env
 
 
-def read_paths() -> list[str]:
+def read_paths(modes: Modes | None = None) -> list[str]:
     """What sandboxed code may read (Landlock): Python, its packages, system libraries and the
     kernel's views. Not the grader package (the child imports its trusted modules before it is
     confined, so it needs none of the files, and the catalog's references must stay unreadable),
-    nor the course folder around it (solutions, configuration)."""
+    nor the course folder around it (solutions, configuration). `modes`: the stats already taken
+    for this decision (Modes)."""
+    modes = modes or Modes()
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, "/usr", "/lib", "/lib64", "/bin",
              "/proc", "/sys", "/etc/ld.so.cache", "/etc/localtime", "/etc/passwd", "/etc/group"}
     root = package_root()
     for p in sys.path:
-        if p and os.path.isdir(p) and os.path.abspath(p) != root:
+        if p and modes.is_dir(p) and os.path.abspath(p) != root:
             paths.add(os.path.abspath(p))
     allowed: list[str] = []
-    for p in sorted(q for q in paths if os.path.exists(q)):
-        allowed += _without_grader(p, root)
+    for p in sorted(q for q in paths if modes.exists(q)):
+        allowed += _without_grader(p, root, modes)
     return sorted(set(allowed))
 
 
-def _without_grader(path: str, root: str) -> list[str]:
+def _without_grader(path: str, root: str, modes: Modes) -> list[str]:
     """`path`, or, when the grader package lies beneath it (an installed, non-editable copy in
     site-packages; the project folder inside a prefix), the entries beside it on the way down,
     so that everything but the package stays readable (a Landlock rule cannot exclude a part)."""
     package = os.path.join(root, "grader")
-    if not os.path.isdir(path) or not (package + os.sep).startswith(os.path.join(path, "")):
+    if not modes.is_dir(path) or not (package + os.sep).startswith(os.path.join(path, "")):
         return [path]
     if os.path.abspath(path) == os.path.abspath(package):
         return []
@@ -65,23 +67,56 @@ def _without_grader(path: str, root: str) -> list[str]:
     for entry in os.listdir(path):
         full = os.path.join(path, entry)
         if (package + os.sep).startswith(os.path.join(full, "")):
-            out += _without_grader(full, root)
+            out += _without_grader(full, root, modes)
         else:
             out.append(full)
     return out
 
 
-def world_readable(path: str) -> bool:
-    """Can a user who is neither owner nor group reach and read `path`?"""
-    path = os.path.abspath(path)
-    parts = path.split(os.sep)
-    for i in range(2, len(parts) + 1):
-        st = os.stat(os.sep.join(parts[:i]) or os.sep)
-        is_dir = os.path.isdir(os.sep.join(parts[:i]))
-        if is_dir and not st.st_mode & 0o001:
+def world_readable(paths: Collection[str], modes: Modes | None = None) -> bool:
+    """Can a user who is neither owner nor group reach and read every one of `paths`?"""
+    modes = modes or Modes()
+    for path in paths:
+        parts = os.path.abspath(path).split(os.sep)
+        for i in range(2, len(parts) + 1):      # each folder on the way, then the path itself
+            mode = modes.mode(os.sep.join(parts[:i]) or os.sep)
+            if stat.S_ISDIR(mode) and not mode & 0o001:
+                return False
+        if not mode & 0o004:
             return False
-    st = os.stat(path)
-    return bool(st.st_mode & 0o004)
+    return True
+
+
+class Modes:
+    """Each path's mode, from one stat (symbolic links followed, as os.path.isdir and os.stat do), for
+    the length of one decision: what a child may read, and whether others may read all of it. The
+    read paths share their folders (/etc four times, the virtual environment's for each of its
+    entries), and stat'ing each one for every question asked of it took ~115 system calls a child."""
+
+    def __init__(self) -> None:
+        self._modes: dict[str, int | None] = {}
+
+    def mode(self, path: str) -> int:
+        """os.stat(path).st_mode (OSError when it cannot be stat'ed)."""
+        mode = self._get(path)
+        if mode is None:
+            return os.stat(path).st_mode      # raises, as it did
+        return mode
+
+    def exists(self, path: str) -> bool:
+        return self._get(path) is not None
+
+    def is_dir(self, path: str) -> bool:
+        mode = self._get(path)
+        return mode is not None and stat.S_ISDIR(mode)
+
+    def _get(self, path: str) -> int | None:
+        if path not in self._modes:
+            try:
+                self._modes[path] = os.stat(path).st_mode
+            except (OSError, ValueError):
+                self._modes[path] = None
+        return self._modes[path]
 
 
 def chown_tree(root: str, uid: int) -> None:

@@ -103,8 +103,9 @@ class Sandbox:
         watch, unwatched = native_watch.open_watch(list(forbidden), group.dirs.get("all") if group else None) \
             if count_kernels else (None, "")
         procs = (group.procs if group else []) + native_watch.procs_to_join(watch)
-        read_paths = provision.read_paths()
-        setup = {"read_paths": read_paths, "keep_read_cap": not all(map(provision.world_readable, read_paths)),
+        modes = provision.Modes()
+        read_paths = provision.read_paths(modes)
+        setup = {"read_paths": read_paths, "keep_read_cap": not provision.world_readable(read_paths, modes),
                  "workdir": workdir, "module": module, "forbidden": list(forbidden),
                  "substitutes": dict(substitutes or {}), "driver": driver, "memory_bytes": self.limits.memory_bytes,
                  "file_bytes": self.limits.file_bytes, "folder_bytes": self.limits.folder_bytes,
