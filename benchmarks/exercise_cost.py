@@ -24,8 +24,8 @@ exercise.
 With --whole, the worked solutions are graded as one submission instead (every exercise, or every
 --exercise, two at once as a worker grades them), --grades times in a warm sandbox: one row, a
 grade's CPU, split the same way, beside the same own compute. What a batch worker spends on a
-correct submission, without the batch around it (batch_throughput.py measures that, with its spread
-of a few per cent from run to run).
+correct submission, without the batch around it (batch_throughput.py measures that, with a spread
+of up to a tenth from run to run).
 With --against TREE (a `git worktree` of an older commit), both checkouts are measured, --rounds times
 each, alternately, each in a Python of its own, and every figure is the median of its rounds.
 Timings on a shared machine move with its load, which is printed.

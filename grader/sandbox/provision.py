@@ -91,7 +91,8 @@ class Modes:
     """Each path's mode, from one stat (symbolic links followed, as os.path.isdir and os.stat do), for
     the length of one decision: what a child may read, and whether others may read all of it. The
     read paths share their folders (/etc four times, the virtual environment's for each of its
-    entries), and stat'ing each one for every question asked of it took ~115 system calls a child."""
+    entries): stat'ing each one for every question asked of it took 72 stats for 16 read paths (in
+    a plain Python; more with a longer sys.path), one stat a path takes 20."""
 
     def __init__(self) -> None:
         self._modes: dict[str, int | None] = {}
