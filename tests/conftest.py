@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -28,10 +29,37 @@ from scenarios import replace_function
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "solutions"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+SESSION_SCRATCH = pytest.StashKey[str]()
 
 
 def pytest_addoption(parser):
     parser.addoption("--update-goldens", action="store_true", help="rewrite tests/goldens/ from the current renderers")
+
+
+def pytest_configure(config):
+    """The scratch folders third-party code makes in the machine's shared /tmp go to a folder of the
+    session's, removed at its end:
+    - Dask's (every scheduler and worker makes one): a scheduler or client a test kills cannot remove
+      its own, which Dask would otherwise leave in /tmp/dask-scratch-space;
+    - torch's compiler cache (/tmp/torchinductor_<user>), made by whatever imports torch._dynamo
+      (an Optimizer object does).
+    Set in the environment for the processes the tests start (dask scheduler, dask worker, grader
+    batch --cluster, the notebooks' kernels) and in Dask's configuration for this one, where dask
+    was imported before. The sandbox's children never see either (their environment is an
+    allow-list, their /tmp their own)."""
+    scratch = tempfile.mkdtemp(prefix="grader-tests-")
+    config.stash[SESSION_SCRATCH] = scratch
+    os.environ["DASK_TEMPORARY_DIRECTORY"] = os.path.join(scratch, "dask")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(scratch, "torchinductor")
+    if "dask" in sys.modules:
+        import dask
+        dask.config.set({"temporary-directory": os.environ["DASK_TEMPORARY_DIRECTORY"]})
+
+
+def pytest_unconfigure(config):
+    scratch = config.stash.get(SESSION_SCRATCH, None)
+    if scratch:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -4,11 +4,13 @@ command then resumes is tests/test_cluster.py's SIGKILL test: the gradebook is t
 from __future__ import annotations
 
 import io
+import os
 import socket
 import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -114,6 +116,8 @@ def test_a_lost_scheduler_is_said_and_the_client_stops_instead_of_hanging(tmp_pa
     from grader.frontends.batch import cluster
     monkeypatch.setattr(cluster, "WAIT_NOTE_S", 0.5)
     port = _free_port()
+    scratch = Path(os.environ["DASK_TEMPORARY_DIRECTORY"], "dask-scratch-space")    # tests/conftest.py's
+    before = set(scratch.glob("scheduler-*"))
     scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
                                   "--port", str(port), "--no-dashboard"], cwd=ROOT, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL)
@@ -142,6 +146,8 @@ def test_a_lost_scheduler_is_said_and_the_client_stops_instead_of_hanging(tmp_pa
         scheduler.kill()
         scheduler.wait()
     assert not runner.is_alive(), "the client hung after losing its scheduler"
+    assert set(scratch.glob("scheduler-*")) - before, \
+        "the killed scheduler's scratch folder is not in the session's, which the session removes"
     assert not done and len(raised) == 1 and isinstance(raised[0], ClusterLost), raised
     assert f"lost the connection to the Dask scheduler at tcp://127.0.0.1:{port}" in str(raised[0])
     assert "run the same command again" in str(raised[0])
