@@ -40,6 +40,10 @@ curriculum, every module of the catalog (`grader list`) in every submission:
      (a module that imports a scenario's module, as transformer.py imports attention.py, is not
      counted). Worker start, sandboxing, comparisons, diagnosis, feedback files and the gradebook
      all count as overhead;
+   - full curriculum: how much of that overhead such left-out modules can be: their worked compute
+     (a scenario's code runs only in the sandbox, so theirs is not measured), and the part of it in
+     modules whose every exercise passed in the batch, which ran their cases in full (the capstone's
+     training, when a scenario changes only attention.py);
    - where the wall time went, from the gradebook's graded_at (whole seconds): until the first
      result, until the last, and after the last until grader batch's output closed (its workers'
      exit included), with a worker's mean time per submission; and the machine's busy and idle
@@ -268,38 +272,90 @@ def _closure(module: str, texts: dict[str, str]) -> list[str]:
     return order
 
 
-def own_compute(folder: Path, kinds: dict[str, str], modules: list[str]) -> dict[str, float]:
+class ModuleTimer:
+    """A module's own compute on the public cases (warm, in-process, the best of three), measured once for
+    each distinct source of it and of the course modules it imports. Call it inside `call_limits()`."""
+
+    def __init__(self, modules: list[str]) -> None:
+        import torch
+
+        from grader.catalog import select
+        from grader.pipeline.cases import build_cases
+
+        torch.set_num_threads(1)
+        specs = select(modules)
+        self.cases = {s.id: build_cases(s, None) for s in specs}
+        self.by_module: dict[str, list] = {}
+        for s in specs:
+            self.by_module.setdefault(s.module, []).append(s)
+        self.cache: dict[tuple, float] = {}
+
+    def seconds(self, module: str, texts: dict[str, str], student: str) -> float:
+        chain = _closure(module, texts)
+        key = (module, tuple((m, texts[m]) for m in chain))
+        if key not in self.cache:
+            self.cache[key] = min(_time_module(module, chain, texts, self.by_module.get(module, []), self.cases,
+                                               student) for _ in range(3))
+        return self.cache[key]
+
+
+def _texts(folder: Path, student: str, modules: list[str]) -> dict[str, str]:
+    """The student's modules, the unique first line generate_full wrote left out."""
+    return {m: (folder / student / f"{m}.py").read_text().split("\n", 1)[1] for m in modules}
+
+
+def _left_out(texts: dict[str, str], solutions: dict[str, str], modules: list[str]) -> list[str]:
+    """A hostile submission's modules that are the worked solutions as they are but import one of the
+    scenario's modules, directly or not (transformer.py imports attention.py)."""
+    return [m for m in modules
+            if texts[m] == solutions[m] and any(texts[c] != solutions[c] for c in _closure(m, texts))]
+
+
+def own_compute(folder: Path, kinds: dict[str, str], modules: list[str], timer: ModuleTimer) -> dict[str, float]:
     """Seconds each submission's functions take on the public cases (warm, in-process, the best of three),
-    module by module; for a hostile one only its modules that are the worked solutions, as they are."""
-    import torch
-
-    from grader.catalog import select
-    from grader.pipeline.cases import build_cases
-
-    torch.set_num_threads(1)
-    specs = select(modules)
-    cases = {s.id: build_cases(s, None) for s in specs}
-    by_module: dict[str, list] = {}
-    for s in specs:
-        by_module.setdefault(s.module, []).append(s)
+    module by module; for a hostile one only its modules that are the worked solutions, as they are,
+    and import none of the scenario's (a scenario's code runs only in the sandbox)."""
     solutions = {m: (ROOT / "solutions" / f"{m}.py").read_text() for m in modules}
-    cache: dict[tuple, float] = {}
     out = {}
     with call_limits():
         for student, kind in kinds.items():
-            texts = {m: (folder / student / f"{m}.py").read_text().split("\n", 1)[1] for m in modules}
-            total = 0.0
-            for module in modules:
-                chain = _closure(module, texts)
-                key = (module, tuple((m, texts[m]) for m in chain))
-                if kind.startswith("hostile") and any(texts[m] != solutions[m] for m in chain):
-                    continue            # a scenario's code runs only in the sandbox
-                if key not in cache:
-                    cache[key] = min(_time_module(module, chain, texts, by_module.get(module, []), cases, student)
-                                     for _ in range(3))
-                total += cache[key]
-            out[student] = total
+            texts = _texts(folder, student, modules)
+            if kind.startswith("hostile"):
+                left = _left_out(texts, solutions, modules)
+                mine = [m for m in modules if texts[m] == solutions[m] and m not in left]
+            else:
+                mine = modules
+            out[student] = sum(timer.seconds(m, texts, student) for m in mine)
     return out
+
+
+def left_out_worked(folder: Path, kinds: dict[str, str], modules: list[str], out: Path,
+                    timer: ModuleTimer) -> tuple[float, float]:
+    """Core-seconds of worked-solution compute that own_compute leaves out (_left_out: a hostile
+    submission's worked modules that import a scenario's module), at their worked compute; and the part
+    of it in modules whose every exercise passed in the batch (those ran their cases in full, whatever
+    the scenario's import did beside them). Both are counted as overhead: this says how much of the
+    overhead they can be."""
+    solutions = {m: (ROOT / "solutions" / f"{m}.py").read_text() for m in modules}
+    statuses: dict[str, dict[str, str]] = {}
+    db = sqlite3.connect(out / "gradebook.sqlite")
+    for student, data in db.execute("SELECT student, result FROM submissions"):
+        statuses[student] = {e["id"]: e["status"] for e in json.loads(data)["exercises"]}
+    db.close()
+
+    def all_passed(student: str, module: str) -> bool:
+        mine = [status for exercise, status in statuses.get(student, {}).items() if exercise.split(".")[0] == module]
+        return bool(mine) and all(status == "passed" for status in mine)
+    every = passed = 0.0
+    with call_limits():
+        for student, kind in kinds.items():
+            if not kind.startswith("hostile"):
+                continue
+            for m in _left_out(_texts(folder, student, modules), solutions, modules):
+                worked = timer.seconds(m, solutions, "worked")
+                every += worked
+                passed += worked if all_passed(student, m) else 0.0
+    return every, passed
 
 
 def _time_module(module: str, chain: list[str], texts: dict[str, str], specs, cases, student: str) -> float:
@@ -682,7 +738,8 @@ def benchmark(args: argparse.Namespace, work: Path) -> None:
                 print(f"  {student}: {kind}")
 
     wall = run_batch(subs, out, args.jobs, names)
-    compute = own_compute(subs, kinds, modules)
+    timer = ModuleTimer(modules)
+    compute = own_compute(subs, kinds, modules, timer)
     burned = timed_out_seconds(out)
     for s in kinds:
         if kinds[s].startswith("hostile"):
@@ -695,6 +752,11 @@ def benchmark(args: argparse.Namespace, work: Path) -> None:
     print(f"grader batch: {args.n} in {wall:.1f} s = {rate:.1f} submissions/min")
     print(f"  per submission: {wall * cores / args.n:.3f} core-s on {cores} cores, of which the student's own compute "
           f"{own / args.n:.3f} s; overhead {overhead:.3f} s (target <= {target:g} s)")
+    if full:
+        every, passed = left_out_worked(subs, kinds, modules, out, timer)
+        print(f"  counted as overhead, not own compute: the worked-solution modules of the hostile submissions "
+              f"that import a scenario's module, {every / args.n:.3f} core-s a submission at their worked compute; "
+              f"{passed / args.n:.3f} of it in modules whose every exercise passed (those ran their cases in full)")
     idle = max(0.0, wall * cores - _BUSY[out]) / args.n
     print(f"  wall: {phases(out)}; machine-wide, {_BUSY[out] / args.n:.3f} core-s a submission busy, "
           f"{idle:.3f} idle")
