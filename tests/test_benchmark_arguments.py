@@ -1,6 +1,7 @@
 """The benchmarks refuse a bad argument before measuring anything, with a message that says what to
 give (benchmarks/arguments.py), the sandbox breakdown measures any exercise of the catalog, and the
-batch benchmark's split of the CPU counts the sandbox's children where they ran and combines its kinds."""
+batch benchmark's split of the CPU counts the sandbox's children where they ran and combines its kinds,
+and leaves out of a hostile submission's own compute the worked modules that import its scenario's."""
 from __future__ import annotations
 
 import re
@@ -199,3 +200,23 @@ def test_the_kinds_split_combines_into_the_mean_submission():
     p = subprocess.run([sys.executable, "-c", KINDS], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-3000:]
     assert tuple(map(float, p.stdout.split())) == (1.75, 3.5, 0.25)
+
+
+LEFT_OUT = """
+import sys
+sys.path.insert(0, "benchmarks")
+import batch_throughput as bt
+modules = bt.course_modules()
+solutions = {m: (bt.ROOT / "solutions" / f"{m}.py").read_text() for m in modules}
+for changed in ([], ["attention"], ["attention", "transformer"], ["moe"], ["neurons"]):
+    texts = {m: solutions[m] + ("# the scenario's" if m in changed else "") for m in modules}
+    print(",".join(bt._left_out(texts, solutions, modules)) or "-")
+"""
+
+
+def test_the_batch_benchmark_leaves_out_the_worked_modules_that_import_a_scenarios():
+    """A hostile submission's worked modules that import one of its changed modules, directly or not,
+    are left out of its own compute (and reported as such); its changed modules are not "worked"."""
+    p = subprocess.run([sys.executable, "-c", LEFT_OUT], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.split() == ["-", "transformer,moe", "moe", "-", "-"]
