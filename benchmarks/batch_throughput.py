@@ -221,10 +221,15 @@ def mistake_text(module: str, function: str, variant: str, solution: str) -> str
     return text + "\n\n\n" + "\n\n\n".join(extras) + "\n"
 
 
+def worked_solutions(modules: list[str]) -> dict[str, str]:
+    """module -> the text of its worked solution (solutions/<module>.py)."""
+    return {m: (ROOT / "solutions" / f"{m}.py").read_text() for m in modules}
+
+
 def generate_full(folder: Path, n: int, modules: list[str], seed: int = 0) -> dict[str, str]:
     """Write n student folders of every module; returns student -> kind (correct, buggy, hostile:<fixture>)."""
     rng = random.Random(seed)
-    solutions = {m: (ROOT / "solutions" / f"{m}.py").read_text() for m in modules}
+    solutions = worked_solutions(modules)
     hostile, pool = full_hostile(), full_mistakes(modules)
     kinds, n_hostile = {}, 0
     for i in range(n):
@@ -315,7 +320,7 @@ def own_compute(folder: Path, kinds: dict[str, str], modules: list[str], timer: 
     """Seconds each submission's functions take on the public cases (warm, in-process, the best of three),
     module by module; for a hostile one only its modules that are the worked solutions, as they are,
     and import none of the scenario's (a scenario's code runs only in the sandbox)."""
-    solutions = {m: (ROOT / "solutions" / f"{m}.py").read_text() for m in modules}
+    solutions = worked_solutions(modules)
     out = {}
     with call_limits():
         for student, kind in kinds.items():
@@ -336,7 +341,7 @@ def left_out_worked(folder: Path, kinds: dict[str, str], modules: list[str], out
     of it in modules whose every exercise passed in the batch (those ran their cases in full, whatever
     the scenario's import did beside them). Both are counted as overhead: this says how much of the
     overhead they can be."""
-    solutions = {m: (ROOT / "solutions" / f"{m}.py").read_text() for m in modules}
+    solutions = worked_solutions(modules)
     statuses: dict[str, dict[str, str]] = {}
     db = sqlite3.connect(out / "gradebook.sqlite")
     for student, data in db.execute("SELECT student, result FROM submissions"):

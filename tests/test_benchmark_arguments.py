@@ -207,7 +207,7 @@ import sys
 sys.path.insert(0, "benchmarks")
 import batch_throughput as bt
 modules = bt.course_modules()
-solutions = {m: (bt.ROOT / "solutions" / f"{m}.py").read_text() for m in modules}
+solutions = bt.worked_solutions(modules)
 for changed in ([], ["attention"], ["attention", "transformer"], ["moe"], ["neurons"]):
     texts = {m: solutions[m] + ("# the scenario's" if m in changed else "") for m in modules}
     print(",".join(bt._left_out(texts, solutions, modules)) or "-")
