@@ -99,7 +99,13 @@ def test_the_exercise_costs_count_a_childs_compute_as_the_sandbox_and_as_its_own
     checks, own, parent, sandbox, rest, beyond_own, beyond_floor = rows["mlp.train_xor"]
     assert checks == 0 and rows["transformer.feed_forward"][0] == 1, rows
     assert own > 100 and sandbox > 0.8 * own, rows
-    assert 0 < beyond_own < 0.5 * own and beyond_own == pytest.approx(parent + sandbox + rest - own, abs=0.2), rows
+    # Beyond own compute is a few tens of ms, measured coarsely: the sandbox's CPU comes from /proc in
+    # clock ticks (10 ms, four fields read before and after) and own compute is timed in this process
+    # on a shared machine, so one grade can come out a little below it (-9.9 ms in a CI run, own 390 ms).
+    # The training counted twice would put it about `own` above zero, a child left uncounted about `own`
+    # below.
+    assert -0.1 * own < beyond_own < 0.5 * own, rows
+    assert beyond_own == pytest.approx(parent + sandbox + rest - own, abs=0.2), rows
     assert rows["attention.causal_mask"][-1] == 0.0, rows
     assert "exercises, own compute" in p.stdout
 
