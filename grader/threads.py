@@ -8,6 +8,11 @@ microseconds on a loaded 2-core machine). So parent-side work runs under `pinned
 `pinned` is re-entrant and thread-safe: exercises are graded concurrently, each may pin, and
 the setting from before the first pin comes back when the last one ends. `configure` sets the
 count once for a process of its own (a sandboxed child, a batch worker).
+
+The count is one figure for torch, but OpenMP and MKL keep it for each thread: a thread that
+has not yet run an ATen parallel loop starts its first BLAS call with OpenMP's default team (one
+thread a core), which then spins beside the children. So every thread that pins sets its own,
+not only the first, and a pool started inside a pin gives its threads the count with `follow`.
 """
 from __future__ import annotations
 
@@ -27,8 +32,8 @@ def pinned(count: int = 1) -> Iterator[None]:
     with _lock:
         if _state["users"] == 0:
             _state["saved"] = torch.get_num_threads()
-            if _state["saved"] != count:
-                torch.set_num_threads(count)
+        if torch.get_num_threads() != count:        # this thread's own (the docstring says why)
+            torch.set_num_threads(count)
         _state["users"] += 1
     try:
         yield
@@ -44,3 +49,9 @@ def configure(count: int) -> None:
     with _lock:
         if torch.get_num_threads() != count:
             torch.set_num_threads(count)
+
+
+def follow() -> None:
+    """Give the calling thread the process's count: the initializer of a thread pool whose threads
+    do torch work (grader.pipeline.engine's, started inside a pin)."""
+    torch.get_num_threads()     # ATen's first call in a thread sets that thread's OpenMP and MKL counts

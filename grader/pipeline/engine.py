@@ -73,7 +73,8 @@ def grade(submission_path: str, specs: list[ExerciseSpec], config: Config,
     ctx = Context(submission, config, sandbox, start + config.submission_timeout)
     try:
         with threads.pinned(1):    # references are small; exercises already run side by side
-            with ThreadPoolExecutor(max_workers=max(1, min(config.effective_jobs, len(specs)))) as pool:
+            with ThreadPoolExecutor(max_workers=max(1, min(config.effective_jobs, len(specs))),
+                                    initializer=threads.follow) as pool:
                 order = _longest_first(specs)
                 graded = dict(zip(order, pool.map(lambda i: _guarded(specs[i], ctx), order)))
             exercises = performance.run(tuple(graded[i] for i in range(len(specs))), specs, ctx, cuda=cuda)
