@@ -1,7 +1,8 @@
 """The benchmarks refuse a bad argument before measuring anything, with a message that says what to
 give (benchmarks/arguments.py), the sandbox breakdown measures any exercise of the catalog, and the
 batch benchmark's split of the CPU counts the sandbox's children where they ran and combines its kinds,
-and leaves out of a hostile submission's own compute the worked modules that import its scenario's."""
+and leaves out of a hostile submission's own compute the worked modules that import its scenario's, and
+the batch profile gives each sample to the process that took it."""
 from __future__ import annotations
 
 import re
@@ -48,6 +49,8 @@ REFUSED = [   # (script, arguments, what the message says)
     ("exercise_cost.py", ["--against", "benchmarks"], "not a checkout of this project"),
     ("child_faults.py", ["--children", "0"], "argument --children: 0 is too few"),
     ("child_faults.py", ["--top", "many"], "argument --top: 'many' is not a whole number"),
+    ("batch_profile.py", ["--n", "0"], "argument --n: 0 is too few"),
+    ("batch_profile.py", ["--functions", "nobody"], "argument --functions: invalid choice: 'nobody'"),
 ]
 
 
@@ -226,3 +229,54 @@ def test_the_batch_benchmark_leaves_out_the_worked_modules_that_import_a_scenari
     p = subprocess.run([sys.executable, "-c", LEFT_OUT], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout.split() == ["-", "transformer,moe", "moe", "-", "-"]
+
+
+PROFILE_ROLES = """
+import sys
+sys.path.insert(0, "benchmarks")
+import batch_profile as bp
+S = bp.Seen
+seen = {10: S(1, "python -m grader batch subs"), 11: S(10, "python -c from multiprocessing.forkserver import main"),
+        12: S(10, "python -c from multiprocessing.resource_tracker import main"),
+        20: S(11, "python -c from multiprocessing.forkserver import main"), 30: S(20, "python -I -B -c import gc"),
+        31: S(20, "python -I -S grader/sandbox/keeper.py 3 4"), 40: S(30, "python -I -B -c import gc")}
+known = bp.roles(10, seen)
+for pid, tid, command in ((10, 10, "python"), (12, 12, "python"), (20, 20, "python"), (20, 21, "python"),
+                          (30, 30, "python"), (31, 31, "python"), (40, 40, "python"), (41, 41, "python"),
+                          (7, 7, "kworker/u8:0-events"), (0, 0, "swapper"), (60, 60, "bash"), (99, 99, "python")):
+    print(bp.role_of(pid, tid, command, known, 99))
+for line in ("  kworker/1:3-cg 7/7  ffffffff8224215b worker_thread ([kernel.kallsyms])",
+             "Web Content 5/9 7f8efc3b31b8 at::native::f(at::Tensor const&) (/x/lib/libtorch_cpu.so)", "not a sample"):
+    print(bp.parse_sample(line))
+"""
+
+
+def test_the_batch_profile_gives_each_sample_to_the_process_that_took_it():
+    """From who started whom: the forkserver and resource tracker count with grader batch; a worker's
+    main thread apart from its other threads; its zygote and its keeper; the zygote's children, and a
+    Python process never seen in /proc (a child too short-lived to be read), are confined children;
+    the benchmark itself is not. perf's command names may hold slashes and spaces."""
+    p = subprocess.run([sys.executable, "-c", PROFILE_ROLES], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.splitlines() == [
+        "grader batch", "grader batch", "worker, main thread", "worker, other threads", "zygote", "keeper",
+        "confined child", "confined child", "kernel threads", "idle", "other processes", "other processes",
+        "(7, 7, 'kworker/1:3-cg', 'worker_thread', '[kernel.kallsyms]')",
+        "(5, 9, 'Web Content', 'at::native::f(at::Tensor const&)', 'libtorch_cpu.so')", "None"]
+
+
+@pytest.mark.slow
+def test_the_batch_profile_finds_every_role_of_a_batch():
+    """Two submissions graded under perf: the confined children, the workers' grading threads and
+    grader batch itself each took samples, and the roles add up to the whole."""
+    if shutil.which("perf") is None:
+        pytest.skip("perf is not installed on this machine")
+    p = bench("batch_profile.py", "--n", "2", "--top", "5", timeout=600)
+    if "could not sample every CPU" in p.stderr:
+        pytest.skip(p.stderr.strip()[-300:])
+    assert p.returncode == 0, p.stderr[-3000:]
+    table = p.stdout.split("library")[0]
+    rows = {m.group(1): float(m.group(2)) for m in re.finditer(r"^  (\S.*?)\s+(\d+\.\d+)\s+[\d.]+%$", table, re.M)}
+    assert {"grader batch", "worker, other threads", "confined child"} <= {r for r, v in rows.items() if v > 0}, table
+    whole = float(re.search(r"^  all\s+(\d+\.\d+)$", table, re.M).group(1))
+    assert sum(rows.values()) == pytest.approx(whole, abs=0.002 * len(rows)), table
