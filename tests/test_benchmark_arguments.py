@@ -147,18 +147,25 @@ def test_the_breakdown_measures_an_exercise_whose_module_imports_another():
     assert "one grade of the exercise, end to end" in p.stdout
 
 
+def perf_bench(script: str, refused: str, *args: str) -> subprocess.CompletedProcess:
+    """A benchmark that samples with perf, run to its end; skipped where perf is not installed or may
+    not sample what it needs (`refused`: the benchmark's message then)."""
+    if shutil.which("perf") is None:
+        pytest.skip("perf is not installed on this machine")
+    p = bench(script, *args, timeout=600)
+    if refused in p.stderr:
+        pytest.skip(p.stderr.strip()[-300:])
+    assert p.returncode == 0, p.stderr[-3000:]
+    return p
+
+
 @pytest.mark.slow
 def test_the_fault_map_counts_every_child_that_served_a_request():
     """The children forked while perf samples the zygote are counted, each whole, and the spare still
     waiting for a request that never came is not (the children that served one, ended but not yet
     reaped by the zygote, were taken for it: 59 children of 61). The table's rows add up to the
     faults each child took, most of them in the interpreter's memory and code."""
-    if shutil.which("perf") is None:
-        pytest.skip("perf is not installed on this machine")
-    p = bench("child_faults.py", "--children", "4", "--top", "100", timeout=300)
-    if "could not sample the zygote" in p.stderr:
-        pytest.skip(p.stderr.strip()[-300:])
-    assert p.returncode == 0, p.stderr[-3000:]
+    p = perf_bench("child_faults.py", "could not sample the zygote", "--children", "4", "--top", "100")
     found = re.search(r"^(\d+) children, (\d+) page faults each", p.stdout, re.M)
     assert found and int(found.group(1)) == 4 and int(found.group(2)) > 100, p.stdout[:500]
     table = p.stdout.split("function that took the fault")[0]
@@ -269,12 +276,7 @@ def test_the_batch_profile_gives_each_sample_to_the_process_that_took_it():
 def test_the_batch_profile_finds_every_role_of_a_batch():
     """Two submissions graded under perf: the confined children, the workers' grading threads and
     grader batch itself each took samples, and the roles add up to the whole."""
-    if shutil.which("perf") is None:
-        pytest.skip("perf is not installed on this machine")
-    p = bench("batch_profile.py", "--n", "2", "--top", "5", timeout=600)
-    if "could not sample every CPU" in p.stderr:
-        pytest.skip(p.stderr.strip()[-300:])
-    assert p.returncode == 0, p.stderr[-3000:]
+    p = perf_bench("batch_profile.py", "could not sample every CPU", "--n", "2", "--top", "5")
     table = p.stdout.split("library")[0]
     rows = {m.group(1): float(m.group(2)) for m in re.finditer(r"^  (\S.*?)\s+(\d+\.\d+)\s+[\d.]+%$", table, re.M)}
     assert {"grader batch", "worker, other threads", "confined child"} <= {r for r, v in rows.items() if v > 0}, table
