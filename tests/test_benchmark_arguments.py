@@ -104,10 +104,10 @@ def test_the_exercise_costs_count_a_childs_compute_as_the_sandbox_and_as_its_own
     assert own > 100 and sandbox > 0.8 * own, rows
     # Beyond own compute is a few tens of ms, measured coarsely: the sandbox's CPU comes from /proc in
     # clock ticks (10 ms, four fields read before and after) and own compute is timed in this process
-    # on a shared machine, so one grade can come out a little below it (-9.9 ms in a CI run, own 390 ms).
-    # The training counted twice would put it about `own` above zero, a child left uncounted about `own`
-    # below.
-    assert -0.1 * own < beyond_own < 0.5 * own, rows
+    # on a shared machine, so one grade can come out below it (-9.9 ms in a CI run, own 390 ms; -61 ms
+    # in another, the whole submission's below, own timed at 556 ms). The training counted twice would
+    # put it about `own` above zero, a child left uncounted about `own` below (and its sandbox short).
+    assert abs(beyond_own) < 0.5 * own, rows
     assert beyond_own == pytest.approx(parent + sandbox + rest - own, abs=0.2), rows
     assert rows["attention.causal_mask"][-1] == 0.0, rows
     assert "exercises, own compute" in p.stdout
@@ -125,7 +125,8 @@ def test_the_whole_submission_cost_is_one_row_split_the_same_way():
     own, parent, sandbox, rest, graded, beyond_own, checks = map(float, rows[0][1:])
     assert own > 0.1 and sandbox > 0.8 * own and checks == 0, rows
     assert graded == pytest.approx(parent + sandbox + rest, abs=0.002), rows
-    assert beyond_own == pytest.approx(graded - own, abs=0.002) and 0 < beyond_own < 0.5 * own, rows
+    # Within half its own compute either way, as in the test above (own compute is timed coarsely).
+    assert beyond_own == pytest.approx(graded - own, abs=0.002) and abs(beyond_own) < 0.5 * own, rows
 
 
 @pytest.mark.slow
