@@ -22,6 +22,8 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
 REAPED_WITHIN = 1.1     # the zygote reaps its children that ended at least once a second (grader.sandbox.zygote)
+QUIET_WITHIN = 30.0     # the longest `_quiet` waits for the sandbox's processes to be idle
+IDLE_TICKS = 0.02       # two clock ticks: what an idle zygote and keeper may spend in REAPED_WITHIN
 FLOOR_EXERCISE = "attention.causal_mask"    # 4 small cases: a grade that is all sandbox, no compute
 
 
@@ -89,14 +91,29 @@ class Split:
         return Split(*(getattr(self, f.name) / n for f in dataclasses.fields(self)))
 
 
+def _quiet(limit: float = QUIET_WITHIN) -> None:
+    """Wait, up to `limit` seconds, until this process's child processes spend no CPU over a whole
+    REAPED_WITHIN: the zygote has reaped an earlier grade's children, and has put its memory in huge
+    pages (grader.sandbox.zygote does that in the background after it starts: tenths of a core-second
+    that a measurement begun too early counted as the sandbox's, on a loaded machine)."""
+    deadline, last = time.monotonic() + limit, _descendants_seconds()
+    while True:
+        time.sleep(REAPED_WITHIN)
+        now = _descendants_seconds()
+        if now - last < IDLE_TICKS or time.monotonic() > deadline:
+            return
+        last = now
+
+
 def cpu_split(grade: Callable[[], object]) -> Split:
     """Who spent the machine's CPU while `grade()` ran: this process, its child processes, the rest.
     The zygote's children are counted once the zygote has reaped them, so the first reading waits for
-    those of an earlier grade (they would be counted here too) and the last for those of this one."""
+    the sandbox to be quiet (an earlier grade's children would be counted here too) and the last for
+    this grade's children."""
     def now() -> tuple[float, ...]:
         own = resource.getrusage(resource.RUSAGE_SELF)
         return (own.ru_utime + own.ru_stime, _descendants_seconds(), *_machine())
-    time.sleep(REAPED_WITHIN)
+    _quiet()
     before = now()
     grade()
     time.sleep(REAPED_WITHIN)
