@@ -36,6 +36,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -103,15 +104,12 @@ def role_of(pid: int, tid: int, command: str, known: dict[int, str], me: int) ->
 
 def submissions(folder: str, n: int) -> None:
     """N students, each the worked solutions with a first line of its own (a distinct submission)."""
-    solutions = os.path.join(ROOT, "solutions")
-    files = {name: open(os.path.join(solutions, name)).read()
-             for name in sorted(os.listdir(solutions)) if name.endswith(".py")}
+    files = {path.name: path.read_text() for path in sorted(Path(ROOT, "solutions").glob("*.py"))}
     for i in range(n):
-        student = os.path.join(folder, f"student{i:03d}")
-        os.makedirs(student)
+        student = Path(folder, f"student{i:03d}")
+        student.mkdir(parents=True)
         for name, text in files.items():
-            with open(os.path.join(student, name), "w") as f:
-                f.write(f"# student{i:03d}\n{text}")
+            (student / name).write_text(f"# student{i:03d}\n{text}")
 
 
 def record(work: str, n: int, jobs: int, frequency: int) -> tuple[dict[int, str], float, str]:
@@ -125,8 +123,9 @@ def record(work: str, n: int, jobs: int, frequency: int) -> tuple[dict[int, str]
         sys.exit(f"perf record could not sample every CPU: {perf.stderr.read().decode().strip()[-600:]}\n"
                  "run as root, or lower kernel.perf_event_paranoid to 0")
     start = time.monotonic()
+    log = open(os.path.join(work, "batch.log"), "w+")      # its progress lines: a pipe would fill up, then block it
     batch = subprocess.Popen([sys.executable, "-m", "grader", "batch", subs, "--out", out, "--jobs", str(jobs)],
-                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     seen: dict[int, Seen] = {}
     while batch.poll() is None:
         for pid, s in processes().items():
@@ -136,7 +135,9 @@ def record(work: str, n: int, jobs: int, frequency: int) -> tuple[dict[int, str]
     perf.send_signal(signal.SIGINT)
     perf.wait()
     if batch.returncode not in (0, 3):
-        sys.exit(f"grader batch failed ({batch.returncode}):\n{batch.stderr.read().decode()[-3000:]}")
+        log.seek(0)
+        sys.exit(f"grader batch failed ({batch.returncode}):\n{log.read()[-3000:]}")
+    log.close()
     return roles(batch.pid, seen), wall, data
 
 
