@@ -19,8 +19,10 @@ line. Every timed process starts once no earlier one's kernel counters are still
 but the check run straight after another, which meets the other's counters as they are offered to
 it or closed (see grader/sandbox/keeper.py).
 With --against TREE (a `git worktree` of an older commit, say), every figure is measured for
-both checkouts, alternately, with the same Python, and shown side by side. Timings on a shared
-machine move with its load, which is printed too.
+both checkouts, alternately, with the same Python, and shown side by side; a figure the older
+checkout has not the code for (grader batch's parent before grader.frontends.batch.executors) is
+n/a in its column, with the error that says what it lacks. Timings on a shared machine move with
+its load, which is printed too.
 """
 from __future__ import annotations
 
@@ -167,16 +169,27 @@ def timed(tree: str, *args: str, again: bool = False) -> float:
     return time.perf_counter() - t0
 
 
-def printed(tree: str, code: str) -> list[float]:
+def printed(tree: str, code: str, older: list[str] | None = None) -> list[float] | None:
+    """The numbers `code` printed last in `tree`. A failure ends the benchmark with its error, but
+    where `older` is given and `tree` is the --against one: an older checkout may not have what the
+    measurement uses (grader batch's executors came later than the sandbox), so its column says
+    n/a and `older` gets the error's last line."""
     p = run(tree, "-c", code)
+    if p.returncode and older is not None and tree != ROOT:
+        older.append(f"{os.path.basename(tree.rstrip('/'))}: n/a, {(p.stderr.strip().splitlines() or ['?'])[-1]}")
+        return None
     if p.returncode:
         raise SystemExit(f"in {tree}:\n{p.stderr[-2000:]}")
     return [float(x) for x in p.stdout.split()[-3:]]
 
 
-def show(label: str, values: list[float], base: tuple[str, list[float]] | None = None) -> None:
+def show(label: str, values: list[float | None], base: tuple[str, list[float]] | None = None) -> None:
+    """One line: each tree's value (None: n/a in that tree) and its ratio to `base`'s value."""
     cols = ""
     for i, v in enumerate(values):
+        if v is None:
+            cols += f" {'n/a':>12}{'':8}"
+            continue
         shown = f"{v * 1e3:9.1f} ms" if v >= 1e-3 else f"{v * 1e6:9.1f} us"
         ratio = f" {v / base[1][i]:6.1f}x" if base else " " * 8
         cols += f" {shown}{ratio}"
@@ -239,8 +252,11 @@ def main() -> int:
     show("causal_mask: graded (child, wire, compare)", graded, ("direct calls", direct))
 
     print("\n4. grader batch's parent, one submission's result (CPU)")
-    handled = [printed(t, BATCH_PARENT)[-1] for t in trees]
+    older: list[str] = []
+    handled = [(printed(t, BATCH_PARENT, older) or [None])[-1] for t in trees]
     show("parsed, feedback written, row committed", handled)
+    for line in older:
+        print(f"  ({line})")
     print(f"\n(load average now {os.getloadavg()[0]:.1f})")
     return 0
 

@@ -125,12 +125,16 @@ def worker_config(root: str):
     """The configuration (`root`'s autograde.toml) and torch threads a batch worker grades with
     (grader.frontends.batch.workers), from the grader first on the path."""
     from grader import api, threads
-    from grader.frontends.batch.executors import grading_config
     from grader.frontends.batch.run import Options
     from grader.frontends.batch.workers import TORCH_THREADS
 
     threads.configure(TORCH_THREADS)
-    return grading_config(api.load(os.path.join(root, "autograde.toml")), Options.exercise_jobs)
+    config = api.load(os.path.join(root, "autograde.toml"))
+    try:
+        from grader.frontends.batch.executors import grading_config
+    except ImportError:     # a checkout before executors.py: its worker pool set the same field itself
+        return dataclasses.replace(config, jobs=Options.exercise_jobs)
+    return grading_config(config, Options.exercise_jobs)
 
 
 # -- the students' own compute ----------------------------------------------------------------------

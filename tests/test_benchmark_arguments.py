@@ -80,6 +80,45 @@ def test_two_checkouts_take_turns_at_going_first():
     assert list(in_turns(["only"], 2)) == ["only", "only"]
 
 
+def test_an_older_checkout_that_lacks_what_a_figure_needs_gets_n_a_and_why(tmp_path, capsys):
+    """grader_cost.py --against an older commit: a figure whose code that checkout does not have (grader
+    batch's executors came later than its sandbox) is n/a in its column, with the error's last line,
+    and the other figures are still measured; the same failure in this checkout ends the benchmark."""
+    older = tmp_path / "older"      # its grader has a batch package, without executors.py
+    (older / "grader" / "frontends" / "batch").mkdir(parents=True)
+    for package in ("grader", "grader/frontends", "grader/frontends/batch"):
+        (older / package / "__init__.py").write_text("")
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import grader_cost
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    code = "from grader.frontends.batch.executors import Done\nprint(1.5)"
+    said: list[str] = []
+    assert grader_cost.printed(str(older), code, said) is None
+    assert said == ["older: n/a, ModuleNotFoundError: No module named 'grader.frontends.batch.executors'"], said
+    assert grader_cost.printed(str(ROOT), code, said) == [1.5]
+    with pytest.raises(SystemExit, match="No module named 'grader.nothing_here'"):
+        grader_cost.printed(str(ROOT), "import grader.nothing_here", said)
+    grader_cost.show("a figure", [0.0245, None])
+    line = capsys.readouterr().out
+    assert "24.5 ms" in line and "n/a" in line, line
+
+
+def test_an_older_checkout_without_executors_grades_with_a_workers_config():
+    """exercise_cost.py --against an older commit: before grader.frontends.batch.executors, a worker's
+    configuration was the same field set in its pool; grading_cpu.worker_config gives the same either way."""
+    code = ("import sys; sys.path.insert(0, 'benchmarks'); import grading_cpu\n"
+            "new = grading_cpu.worker_config('.')\n"
+            "sys.modules['grader.frontends.batch.executors'] = None\n"    # its import now raises ImportError
+            "old = grading_cpu.worker_config('.')\n"
+            "from grader import api; from grader.frontends.batch.run import Options\n"
+            "print(new == old, old.jobs == Options.exercise_jobs, api.load('autograde.toml').jobs != old.jobs)")
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.split() == ["True", "True", "True"], p.stdout
+
+
 def test_the_exercise_costs_name_an_unknown_exercise_instead_of_a_traceback():
     p = bench("exercise_cost.py", "--exercise", "attention.no_such_thing", "--grades", "1")
     assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr[-2000:]
