@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -125,6 +126,23 @@ def test_the_exercise_costs_name_an_unknown_exercise_instead_of_a_traceback():
     assert "--exercise attention.no_such_thing: no such exercise" in p.stderr and "grader list" in p.stderr
 
 
+def within_noise(args: list[str], measured: Callable[[str], tuple[float, float]], tries: int = 3) -> str:
+    """exercise_cost.py's output for `args`, run again (`tries` runs at most) until `measured(stdout)`,
+    (beyond own compute, own compute), has the first within half the second either way. Own compute is
+    timed in the benchmark's process, apart from the grade: on this machine a cold child has run the
+    same training 1.7x slower than that (730 ms against 431 in a CI run). A child counted twice or not
+    at all is off by about `own` in every run, so it still fails; a moment of a slow machine does not
+    last three runs."""
+    for _ in range(tries):
+        p = bench("exercise_cost.py", *args, timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        beyond_own, own = measured(p.stdout)
+        if abs(beyond_own) < 0.5 * own:
+            return p.stdout
+    raise AssertionError(f"beyond own compute {beyond_own} not within half of own compute {own} in any of "
+                         f"{tries} runs; the last:\n{p.stdout}")
+
+
 @pytest.mark.slow
 def test_the_exercise_costs_count_a_childs_compute_as_the_sandbox_and_as_its_own():
     """XOR's training runs in a confined child: its grade's CPU is the sandbox's, and the same training
@@ -133,39 +151,43 @@ def test_the_exercise_costs_count_a_childs_compute_as_the_sandbox_and_as_its_own
     during the next measurement, was counted in it: 0.4 s beyond own compute). The floor's own row
     is 0 beyond the floor. transformer.py imports attention.py, whose import is checked in a child
     of its own when an exercise of transformer.py is graded alone."""
-    p = bench("exercise_cost.py", "--exercise", "mlp.train_xor", "--exercise", "transformer.feed_forward",
-              "--grades", "1", timeout=300)
-    assert p.returncode == 0, p.stderr[-3000:]
-    rows = {x.split()[0]: [float(v) for v in x.split()[1:]] for x in p.stdout.splitlines()
-            if x.startswith(("  mlp.train_xor ", "  attention.causal_mask ", "  transformer.feed_forward "))}
-    checks, own, parent, sandbox, rest, beyond_own, beyond_floor = rows["mlp.train_xor"]
-    assert checks == 0 and rows["transformer.feed_forward"][0] == 1, rows
-    assert own > 100 and sandbox > 0.8 * own, rows
+    def rows_of(out: str) -> dict[str, list[float]]:
+        rows = {x.split()[0]: [float(v) for v in x.split()[1:]] for x in out.splitlines()
+                if x.startswith(("  mlp.train_xor ", "  attention.causal_mask ", "  transformer.feed_forward "))}
+        checks, own, parent, sandbox, rest, beyond_own, beyond_floor = rows["mlp.train_xor"]
+        assert checks == 0 and rows["transformer.feed_forward"][0] == 1, rows
+        assert own > 100 and sandbox > 0.8 * own, rows
+        assert beyond_own == pytest.approx(parent + sandbox + rest - own, abs=0.2), rows
+        assert rows["attention.causal_mask"][-1] == 0.0, rows
+        assert "exercises, own compute" in out
+        return rows
+
     # Beyond own compute is a few tens of ms, measured coarsely: the sandbox's CPU comes from /proc in
     # clock ticks (10 ms, four fields read before and after) and own compute is timed in this process
     # on a shared machine, so one grade can come out below it (-9.9 ms in a CI run, own 390 ms; -61 ms
-    # in another, the whole submission's below, own timed at 556 ms). The training counted twice would
-    # put it about `own` above zero, a child left uncounted about `own` below (and its sandbox short).
-    assert abs(beyond_own) < 0.5 * own, rows
-    assert beyond_own == pytest.approx(parent + sandbox + rest - own, abs=0.2), rows
-    assert rows["attention.causal_mask"][-1] == 0.0, rows
-    assert "exercises, own compute" in p.stdout
+    # in another, the whole submission's below, own timed at 556 ms) or well above (+339 ms, own 431
+    # ms). The training counted twice would put it about `own` above zero, a child left uncounted
+    # about `own` below (and its sandbox short).
+    within_noise(["--exercise", "mlp.train_xor", "--exercise", "transformer.feed_forward", "--grades", "1"],
+                 lambda out: (rows_of(out)["mlp.train_xor"][5], rows_of(out)["mlp.train_xor"][1]))
 
 
 @pytest.mark.slow
 def test_the_whole_submission_cost_is_one_row_split_the_same_way():
     """--whole grades the chosen exercises as one submission: one row, XOR's training counted in the
     sandbox and as its own compute, the parts adding up to what the grade cost."""
-    p = bench("exercise_cost.py", "--whole", "--exercise", "mlp.train_xor", "--exercise", "attention.causal_mask",
-              "--grades", "1", timeout=300)
-    assert p.returncode == 0, p.stderr[-3000:]
-    rows = [x.split() for x in p.stdout.splitlines() if x.startswith("  ") and x.split()[0] == ROOT.name]
-    assert len(rows) == 1, p.stdout
-    own, parent, sandbox, rest, graded, beyond_own, checks = map(float, rows[0][1:])
-    assert own > 0.1 and sandbox > 0.8 * own and checks == 0, rows
-    assert graded == pytest.approx(parent + sandbox + rest, abs=0.002), rows
+    def row_of(out: str) -> list[float]:
+        rows = [x.split() for x in out.splitlines() if x.startswith("  ") and x.split()[0] == ROOT.name]
+        assert len(rows) == 1, out
+        own, parent, sandbox, rest, graded, beyond_own, checks = values = list(map(float, rows[0][1:]))
+        assert own > 0.1 and sandbox > 0.8 * own and checks == 0, rows
+        assert graded == pytest.approx(parent + sandbox + rest, abs=0.002), rows
+        assert beyond_own == pytest.approx(graded - own, abs=0.002), rows
+        return values
+
     # Within half its own compute either way, as in the test above (own compute is timed coarsely).
-    assert beyond_own == pytest.approx(graded - own, abs=0.002) and abs(beyond_own) < 0.5 * own, rows
+    within_noise(["--whole", "--exercise", "mlp.train_xor", "--exercise", "attention.causal_mask", "--grades", "1"],
+                 lambda out: (row_of(out)[5], row_of(out)[0]))
 
 
 @pytest.mark.slow
