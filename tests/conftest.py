@@ -203,6 +203,27 @@ def groups_left(uids: set[int]) -> list[str]:
                   for folder, subfolders, _ in os.walk(base) for name in subfolders if name in names)
 
 
+def described(pids: list[int]) -> list[str]:
+    """What a leftover process was doing, for a failure to say: its state, parent and uid, where it
+    waited in the kernel, and its control groups (a member of none of its child's would have escaped
+    the group's kill). A process already gone says so."""
+    said = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+            with open(f"/proc/{pid}/wchan") as f:
+                wchan = f.read().strip()
+            with open(f"/proc/{pid}/cgroup") as f:
+                groups = ",".join(line.strip() for line in f if "freezer" in line or "pids" in line or line[:2] == "0:")
+        except OSError:
+            said.append(f"{pid}: gone")
+            continue
+        said.append(f"{pid}: {' '.join(fields.get(k, '?').split()[0] for k in ('State', 'PPid', 'Uid'))} "
+                    f"wchan={wchan or '-'} cgroup={groups}")
+    return said
+
+
 def processes_of(uids: set[int]) -> list[int]:
     """Live (non-zombie) processes running as one of these uids: none may outlive its grading."""
     found = []
