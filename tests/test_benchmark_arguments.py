@@ -151,7 +151,7 @@ def test_the_exercise_costs_count_a_childs_compute_as_the_sandbox_and_as_its_own
     during the next measurement, was counted in it: 0.4 s beyond own compute). The floor's own row
     is 0 beyond the floor. transformer.py imports attention.py, whose import is checked in a child
     of its own when an exercise of transformer.py is graded alone."""
-    def rows_of(out: str) -> dict[str, list[float]]:
+    def measured(out: str) -> tuple[float, float]:
         rows = {x.split()[0]: [float(v) for v in x.split()[1:]] for x in out.splitlines()
                 if x.startswith(("  mlp.train_xor ", "  attention.causal_mask ", "  transformer.feed_forward "))}
         checks, own, parent, sandbox, rest, beyond_own, beyond_floor = rows["mlp.train_xor"]
@@ -160,7 +160,7 @@ def test_the_exercise_costs_count_a_childs_compute_as_the_sandbox_and_as_its_own
         assert beyond_own == pytest.approx(parent + sandbox + rest - own, abs=0.2), rows
         assert rows["attention.causal_mask"][-1] == 0.0, rows
         assert "exercises, own compute" in out
-        return rows
+        return beyond_own, own
 
     # Beyond own compute is a few tens of ms, measured coarsely: the sandbox's CPU comes from /proc in
     # clock ticks (10 ms, four fields read before and after) and own compute is timed in this process
@@ -169,25 +169,25 @@ def test_the_exercise_costs_count_a_childs_compute_as_the_sandbox_and_as_its_own
     # ms). The training counted twice would put it about `own` above zero, a child left uncounted
     # about `own` below (and its sandbox short).
     within_noise(["--exercise", "mlp.train_xor", "--exercise", "transformer.feed_forward", "--grades", "1"],
-                 lambda out: (rows_of(out)["mlp.train_xor"][5], rows_of(out)["mlp.train_xor"][1]))
+                 measured)
 
 
 @pytest.mark.slow
 def test_the_whole_submission_cost_is_one_row_split_the_same_way():
     """--whole grades the chosen exercises as one submission: one row, XOR's training counted in the
     sandbox and as its own compute, the parts adding up to what the grade cost."""
-    def row_of(out: str) -> list[float]:
+    def measured(out: str) -> tuple[float, float]:
         rows = [x.split() for x in out.splitlines() if x.startswith("  ") and x.split()[0] == ROOT.name]
         assert len(rows) == 1, out
-        own, parent, sandbox, rest, graded, beyond_own, checks = values = list(map(float, rows[0][1:]))
+        own, parent, sandbox, rest, graded, beyond_own, checks = map(float, rows[0][1:])
         assert own > 0.1 and sandbox > 0.8 * own and checks == 0, rows
         assert graded == pytest.approx(parent + sandbox + rest, abs=0.002), rows
         assert beyond_own == pytest.approx(graded - own, abs=0.002), rows
-        return values
+        return beyond_own, own
 
     # Within half its own compute either way, as in the test above (own compute is timed coarsely).
     within_noise(["--whole", "--exercise", "mlp.train_xor", "--exercise", "attention.causal_mask", "--grades", "1"],
-                 lambda out: (row_of(out)[5], row_of(out)[0]))
+                 measured)
 
 
 @pytest.mark.slow
