@@ -14,8 +14,10 @@ from __future__ import annotations
 import ast
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -222,6 +224,51 @@ def described(pids: list[int]) -> list[str]:
         said.append(f"{pid}: {' '.join(fields.get(k, '?').split()[0] for k in ('State', 'PPid', 'Uid'))} "
                     f"wchan={wchan or '-'} cgroup={groups}")
     return said
+
+
+# Run as root, in a process of its own: take `uid` with room for two of its processes, and fork. The
+# kernel keeps a count of each uid's processes (RLIMIT_NPROC: alive, or ended and not yet collected),
+# and checks it at the fork in one step, so the fork fails (exit 1) exactly when a process of `uid`
+# other than this one exists.
+_UID_PROBE = """
+import os, resource, sys
+uid = int(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_NPROC, (2, 2))
+os.setgroups([])
+os.setresgid(uid, uid, uid)
+os.setresuid(uid, uid, uid)
+try:
+    pid = os.fork()
+except BlockingIOError:
+    sys.exit(1)
+if pid == 0:
+    os._exit(0)
+os.waitpid(pid, 0)
+"""
+
+
+def uid_in_use(uid: int) -> bool:
+    """Whether any process of `uid` exists (a zombie not yet collected included), in the kernel's own
+    words. Unlike a sweep of /proc (processes_of), which a process that forks and exits in a loop
+    outruns (each pid is gone by the time its status is read), nothing slips past it. Root only."""
+    probe = subprocess.run([sys.executable, "-I", "-S", "-c", _UID_PROBE, str(uid)], capture_output=True, text=True)
+    if probe.returncode not in (0, 1):
+        raise RuntimeError(f"the probe of uid {uid} failed: {probe.stderr.strip()}")
+    return probe.returncode == 1
+
+
+def left_of(uids: set[int], seconds: float = 5.0) -> list[str]:
+    """What is left of the processes of these uids once their kill has had `seconds` to end them and
+    their parents to collect them: [] for nothing; else a line for each uid that still has some,
+    with what a sweep of /proc sees of them."""
+    deadline = time.monotonic() + seconds
+    while True:
+        used = sorted(uid for uid in uids if uid_in_use(uid))
+        if not used or time.monotonic() >= deadline:
+            break
+        time.sleep(0.05)
+    return [f"uid {uid} still has processes; live ones seen: {described(processes_of({uid})) or 'none'}"
+            for uid in used]
 
 
 def processes_of(uids: set[int]) -> list[int]:

@@ -59,7 +59,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HOPPER, ROOT, attack_uids, described, groups_left, indented, processes_of, statuses
+from conftest import HOPPER, ROOT, attack_uids, groups_left, indented, left_of, statuses
 from grader.results import to_dict
 from grader.sandbox import native_watch
 from scenarios import submission
@@ -734,11 +734,8 @@ def test_attack(name, make_submission, grade_dir, hostile):
         uids = attack_uids(result)
         if attack.source is not None:
             assert uids, "the attack printed its uid"
-        deadline = time.monotonic() + 2.0
-        while processes_of(uids) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        left = processes_of(uids)
-        assert not left, described(left)
+        left = left_of(uids)
+        assert not left, left
         assert not groups_left(uids), groups_left(uids)
     json.dumps(to_dict(result))
 
@@ -766,11 +763,8 @@ def test_memory_is_one_budget_for_the_exercises_graded_at_once(make_submission, 
         [(e.id, e.status.value, e.message) for e in together.exercises]
     uids = attack_uids(alone) | attack_uids(together)
     assert uids
-    deadline = time.monotonic() + 2.0
-    while processes_of(uids) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    left = processes_of(uids)
-    assert not left, described(left)
+    left = left_of(uids)
+    assert not left, left
 
 
 # --- cross-student effects in `grader batch` -------------------------------------------------------
@@ -923,8 +917,8 @@ def test_batch_attack(name, batch_run):
     # nothing of the attacker remains on the host
     uids = {int(w[4:]) for e in attacker["exercises"] for w in e["output"].split() if w.startswith("UID=")}
     assert uids, "the attack printed its uid"
-    left = processes_of(uids)
-    assert not left, described(left)
+    left = left_of(uids)
+    assert not left, left
     for folder in SHARED_DIRS:
         assert not [n for n in os.listdir(folder) if n.startswith(TAG)], folder
     before, after = batch_run["before"], batch_run["after"]

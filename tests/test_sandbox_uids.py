@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, processes_of
+from conftest import HOPPER, ROOT, indented, left_of, processes_of, uid_in_use
 from grader.sandbox import uids
 from grader.sandbox.provision import copy_submission
 from grader.sandbox.runner import Sandbox
@@ -106,6 +106,45 @@ def test_kill_all_kills_every_process_of_the_uid_and_no_other(daemons):
     assert _gone({target})
     assert processes_of({other}) == [survivor]
     assert os.getresuid() == (0, 0, 0)
+
+
+# A root parent that collects whatever it is handed (a subreaper, like the sandbox's zygote), and under
+# it a process of the uid that starts a hopper: a helper in its own session that forks and exits in a
+# loop. So whatever is killed is collected, and the uid is free again once all of it is.
+REAPED_HOPPER = """
+import ctypes, os, sys, time
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)          # PR_SET_CHILD_SUBREAPER
+uid = int(sys.argv[1])
+if os.fork() == 0:
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+""" + indented(HOPPER, 4) + """
+    os._exit(0)
+while True:
+    try:
+        os.wait()
+    except ChildProcessError:
+        time.sleep(0.01)
+"""
+
+
+def test_kill_all_stops_a_process_that_keeps_changing_its_pid():
+    """Its pids are gone before a sweep of /proc reads them, but the kernel counts it under its uid
+    (conftest.uid_in_use) until one kill(-1) as the uid ends it all at once."""
+    uid = BASE + 7
+    reaper = subprocess.Popen([sys.executable, "-c", REAPED_HOPPER, str(uid)])
+    try:
+        deadline = time.monotonic() + 10
+        while not uid_in_use(uid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert all(uid_in_use(uid) for _ in range(5)), "the hopper is counted all the while it runs"
+        uids.kill_all(uid)
+        left = left_of({uid})
+        assert not left, left
+        assert reaper.poll() is None and os.getresuid() == (0, 0, 0)
+    finally:
+        reaper.kill()
+        reaper.wait()
 
 
 def test_only_the_calling_thread_takes_the_uid(daemons, monkeypatch):
