@@ -5,6 +5,7 @@
   confined only once its request is in; a spare killed while it waits is replaced, and none
   outlives the sandbox;
 - a teardown waits for the child on its pidfd: it returns when the process ends, zombie or not;
+- the zygote collects an ended child at once (woken by SIGCHLD), and a child has none of that;
 - the zygote's heap is in transparent huge pages where the machine allows them (its malloc was
   started with glibc.malloc.hugetlb=1), and the setting is not passed on to student code: a child
   writes fresh memory in small pages;
@@ -27,9 +28,10 @@ from grader.sandbox.runner import Sandbox
 
 # Each child reports what it finds of the markers an earlier one may have left, then leaves its own.
 PROBE = '''
-import gc, os, sys, torch
+import gc, os, signal, sys, torch
 import grader.sandbox.wire as wire
-seen = {"torch": getattr(torch, "_cost_marker", None), "env": os.environ.get("COST_MARKER"),
+seen = {"sigchld": signal.getsignal(signal.SIGCHLD) == signal.SIG_DFL, "wakeup": signal.set_wakeup_fd(-1),
+        "torch": getattr(torch, "_cost_marker", None), "env": os.environ.get("COST_MARKER"),
         "tunables": os.environ.get("GLIBC_TUNABLES"), "collector": gc.isenabled(),
         "module": "cost_marker" in sys.modules, "wire": getattr(wire, "_cost_marker", None),
         "uid": os.getuid(), "pgid": os.getpgid(0) == os.getpid()}
@@ -106,6 +108,25 @@ def test_every_child_starts_from_the_zygote_as_it_was(own_sandbox):
         assert r["collector"], "the collector, off while the zygote imported, is on in every child"
     if os.geteuid() == 0:
         assert len({r["uid"] for r in reports}) == 3 and 0 not in {r["uid"] for r in reports}
+
+
+def test_a_child_has_none_of_the_zygotes_own_signal_handling(own_sandbox):
+    """The zygote is woken by its children's ends (a SIGCHLD handler writing to a pipe of its own, so
+    it collects them at once); a child starts with SIGCHLD at its default, no wakeup pipe, and holds
+    none of the zygote's pipes."""
+    zygote = own_sandbox._zygote.pid
+    session, workdir = _session(own_sandbox, "signals")
+    try:
+        outcome = session.call("report", plain=True, timeout=60)
+        theirs = {os.readlink(f"/proc/{zygote}/fd/{fd}") for fd in os.listdir(f"/proc/{zygote}/fd")}
+        child = {os.readlink(f"/proc/{session.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{session.pid}/fd")}
+    finally:
+        session.close()
+        provision.remove_workdir(workdir)
+    assert outcome.kind == "ok", outcome
+    assert outcome.value["sigchld"] and outcome.value["wakeup"] == -1, outcome.value
+    assert any(link.startswith("pipe:") for link in theirs), "the zygote's wakeup pipe"
+    assert not {link for link in theirs & child if link.startswith("pipe:")}, theirs & child
 
 
 def test_the_spare_waits_unconfined_until_its_request_then_serves_it(own_sandbox):

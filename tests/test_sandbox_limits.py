@@ -5,10 +5,12 @@ decides whether it returns the right answer, so a limit that fails shows as a pa
 where it must fail, or the other way round.
 """
 import os
+import subprocess
+import sys
 
 import pytest
 
-from conftest import HOPPER, attack_uids, indented, left_of, statuses
+from conftest import HOPPER, ROOT, attack_uids, indented, left_of, statuses
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="private uids and namespaces need root; "
                                 "as an ordinary user only rlimits and the process group apply")
@@ -85,6 +87,26 @@ def causal_mask(T):
 '''
 
 
+# A grader under an ancestor that collects nothing it is handed (like a container's pid 1 that does not
+# reap): that ancestor, a subreaper, is where every orphan below it would go. Prints its zombie children.
+UNREAPED_ANCESTOR = """
+import ctypes, os, sys, time
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)          # PR_SET_CHILD_SUBREAPER
+from grader.catalog import select
+from grader.config import load_config
+from grader.pipeline.engine import grade, limits_from
+from grader.sandbox.runner import Sandbox
+config = load_config(sys.argv[1], env={})
+with Sandbox(limits_from(config)) as sandbox:
+    result = grade(sys.argv[2], select(["attention.causal_mask"]), config, sandbox=sandbox)
+    time.sleep(0.5)
+    children = [pid for task in os.listdir("/proc/self/task")
+                for pid in open(f"/proc/self/task/{task}/children").read().split()]
+    zombies = [pid for pid in children if open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z"]
+    print(result.exercises[0].status.value, len(zombies))
+"""
+
+
 def nothing_left(result) -> None:
     uids = attack_uids(result)
     assert uids, "the attack printed its uid"
@@ -121,3 +143,17 @@ def test_a_process_that_keeps_changing_its_pid_dies_with_the_child(make_submissi
     assert statuses(result) == {"attention.causal_mask": "passed"}, result.exercises[0].message
     nothing_left(result)
 
+
+def test_orphans_are_collected_by_the_sandbox_not_handed_to_pid_1(make_submission):
+    """The hopper's helpers outlive their parents, so each is an orphan when it is killed. They must
+    go to the sandbox, which collects them, not up to the machine's pid 1: a pid 1 that never does
+    (the grader as a container's first process) would keep every one as a zombie, one pid each,
+    until no process could start (hundreds a hostile submission)."""
+    folder = make_submission({"attention.causal_mask": PID_HOPPER})
+    run = subprocess.run([sys.executable, "-c", UNREAPED_ANCESTOR, str(ROOT / "autograde.toml"), str(folder)],
+                         capture_output=True, text=True, timeout=120, cwd=ROOT,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert run.returncode == 0, run.stderr
+    status, zombies = run.stdout.split()[-2:]
+    assert status == "passed"
+    assert zombies == "0", f"{zombies} zombies handed to the grader's ancestor"

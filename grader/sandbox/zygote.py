@@ -38,13 +38,22 @@ from grader.sandbox import child, tripwires, wire  # noqa: F401  (child: warm)
 
 MAX_REQUEST = 1 << 20
 PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
 PR_SET_THP_DISABLE = 41
 MADV_COLLAPSE = 25          # Linux >= 6.1; elsewhere madvise says EINVAL and nothing is collapsed
 HUGE_PAGE = 2 << 20
 PAGE = os.sysconf("SC_PAGE_SIZE")
+_WAKE: list[int] = []       # (read end, write end) of the pipe a child's end wakes the loop through
 
 
 def _reap() -> None:
+    """Collect every ended child: the children, the spares, and what they started that outlived its
+    parent (ours too: the zygote is their subreaper, see main)."""
+    while True:
+        try:
+            os.read(_WAKE[0], 4096)
+        except BlockingIOError:
+            break
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
@@ -161,6 +170,26 @@ def _private_pages(pagemap, low: int, high: int) -> list[int]:
     return [low + i * PAGE for i, e in enumerate(entries) if e & (PM_PRESENT | PM_FILE) == PM_PRESENT]
 
 
+def _wake_on_child_end() -> None:
+    """Make a child's end wake the loop (SIGCHLD, through Python's wakeup fd: a byte in _WAKE's
+    pipe), so that it is collected at once rather than at the loop's next timeout."""
+    _WAKE[:] = os.pipe()
+    for fd in _WAKE:
+        os.set_blocking(fd, False)
+    signal.set_wakeup_fd(_WAKE[1], warn_on_full_buffer=False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.siginterrupt(signal.SIGCHLD, False)     # a system call it lands in goes on (SA_RESTART)
+
+
+def _forget_wake() -> None:
+    """In a spare: none of that. A child starts with SIGCHLD as the zygote found it, and no pipe of its."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.set_wakeup_fd(-1)
+    for fd in _WAKE:
+        os.close(fd)
+    _WAKE.clear()
+
+
 def _spare(control: socket.socket) -> tuple[int, socket.socket]:
     """Fork the child that will serve the next request; (its pid, the socket to hand it the request)."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -168,6 +197,7 @@ def _spare(control: socket.socket) -> tuple[int, socket.socket]:
     if pid == 0:
         control.close()
         ours.close()
+        _forget_wake()
         libc = ctypes.CDLL(None)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)     # dies with the zygote
         libc.prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0)               # no huge page of its own (see above)
@@ -196,6 +226,12 @@ def main(control_fd: int) -> None:
     # instead, and we exit on that; our children die with us through their PDEATHSIG (a spare's
     # is set as it is forked, a child's again once it has its private uid, which clears it).
     control = socket.socket(fileno=control_fd)
+    # What a child starts and leaves as an orphan (a helper whose parent has exited, say) becomes ours,
+    # not pid 1's: we collect it once it is killed (_reap, each time round the loop below). Where pid 1
+    # never reaps (the grader itself as a container's pid 1), it would otherwise stay a zombie for the
+    # machine's life, one pid each, until no process could start. Not inherited by our children.
+    ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    _wake_on_child_end()
     os.environ.pop("GLIBC_TUNABLES", None)     # set for this process's malloc only (grader.sandbox.launch)
     _warm()
     _drop_code_entries()
@@ -209,9 +245,9 @@ def main(control_fd: int) -> None:
     while True:
         if spare is None:
             spare = _spare(control)
-        r, _, _ = select.select([control], [], [], 0 if pending else 1.0)
+        r, _, _ = select.select([control, _WAKE[0]], [], [], 0 if pending else 1.0)
         _reap()
-        if not r:
+        if control not in r:
             if pending:
                 _collapse_next(pending)
             continue
