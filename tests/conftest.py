@@ -194,6 +194,22 @@ def indented(text: str, spaces: int) -> str:
     return "\n".join(" " * spaces + line for line in text.strip("\n").splitlines())
 
 
+@pytest.fixture
+def handed_uids(monkeypatch) -> set[int]:
+    """Every private uid the sandbox hands to a child during the test (grader.sandbox.uids.reserve):
+    the children of hidden cases too, whose output (where an attack prints its uid) is not shown."""
+    from grader.sandbox import uids
+    handed: set[int] = set()
+    reserve = uids.reserve
+
+    def recorded():
+        private = reserve()
+        handed.add(private.uid)
+        return private
+    monkeypatch.setattr(uids, "reserve", recorded)
+    return handed
+
+
 def groups_left(uids: set[int]) -> list[str]:
     """The control-group folders of this process's children run as these uids that are still there
     (grader.sandbox.runner names them `grader-<pid>-<uid>`, perhaps inside a submission's group). A

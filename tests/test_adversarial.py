@@ -686,7 +686,7 @@ def _params():
 
 
 @pytest.mark.parametrize("name", list(_params()))
-def test_attack(name, make_submission, grade_dir, hostile):
+def test_attack(name, make_submission, grade_dir, hostile, handed_uids):
     attack = ATTACKS[name]
     if attack.scenario:
         folder = submission(attack.scenario)
@@ -734,6 +734,8 @@ def test_attack(name, make_submission, grade_dir, hostile):
         uids = attack_uids(result)
         if attack.source is not None:
             assert uids, "the attack printed its uid"
+        assert uids <= handed_uids, (uids, handed_uids)
+        uids = handed_uids          # every child's, the hidden cases' too
         left = left_of(uids)
         assert not left, left
         assert not groups_left(uids), groups_left(uids)
@@ -746,7 +748,7 @@ SHARED_MEMORY = ("import os as _os\n"
 
 
 @pytest.mark.skipif(ROOT_ONLY, reason="needs root: control groups")
-def test_memory_is_one_budget_for_the_exercises_graded_at_once(make_submission, grade_dir, hostile):
+def test_memory_is_one_budget_for_the_exercises_graded_at_once(make_submission, grade_dir, hostile, handed_uids):
     """Attack: every child of the submission holds 1.2 GiB from import on, each under its own exercise's
     limit (2,048 MiB plus headroom), the exercises graded three at once. Must hold: together they exceed
     the submission's budget, so not all of them complete, and the feedback names the submission's limit;
@@ -762,8 +764,8 @@ def test_memory_is_one_budget_for_the_exercises_graded_at_once(make_submission, 
     assert any("memory limit of the whole submission" in m for m in said), \
         [(e.id, e.status.value, e.message) for e in together.exercises]
     uids = attack_uids(alone) | attack_uids(together)
-    assert uids
-    left = left_of(uids)
+    assert uids and uids <= handed_uids, (uids, handed_uids)
+    left = left_of(handed_uids)
     assert not left, left
 
 

@@ -107,10 +107,12 @@ with Sandbox(limits_from(config)) as sandbox:
 """
 
 
-def nothing_left(result) -> None:
+def nothing_left(result, handed: set[int]) -> None:
+    """Nothing of any child is left (`handed`: every uid handed out, conftest.handed_uids), the
+    attack's among them (it prints its uid)."""
     uids = attack_uids(result)
-    assert uids, "the attack printed its uid"
-    left = left_of(uids)
+    assert uids and uids <= handed, (uids, handed)
+    left = left_of(handed)
     assert not left, left
 
 
@@ -126,22 +128,22 @@ def test_system_v_shared_memory_does_not_outlive_the_child(make_submission, grad
     assert SHM_KEY not in _shm_keys()
 
 
-def test_a_fork_bomb_hits_the_process_limit_and_leaves_nothing(make_submission, grade_dir):
+def test_a_fork_bomb_hits_the_process_limit_and_leaves_nothing(make_submission, grade_dir, handed_uids):
     result = grade_dir(make_submission({"attention.causal_mask": FORK_BOMB}), "attention.causal_mask")
     assert statuses(result) == {"attention.causal_mask": "passed"}, result.exercises[0].message
-    nothing_left(result)
+    nothing_left(result, handed_uids)
 
 
-def test_helpers_share_one_memory_budget(make_submission, grade_dir):
+def test_helpers_share_one_memory_budget(make_submission, grade_dir, handed_uids):
     result = grade_dir(make_submission({"attention.causal_mask": HELPERS_MEMORY}), "attention.causal_mask")
     assert statuses(result) != {"attention.causal_mask": "passed"}, "three 1.2 GiB helpers all completed"
-    nothing_left(result)
+    nothing_left(result, handed_uids)
 
 
-def test_a_process_that_keeps_changing_its_pid_dies_with_the_child(make_submission, grade_dir):
+def test_a_process_that_keeps_changing_its_pid_dies_with_the_child(make_submission, grade_dir, handed_uids):
     result = grade_dir(make_submission({"attention.causal_mask": PID_HOPPER}), "attention.causal_mask")
     assert statuses(result) == {"attention.causal_mask": "passed"}, result.exercises[0].message
-    nothing_left(result)
+    nothing_left(result, handed_uids)
 
 
 def test_orphans_are_collected_by_the_sandbox_not_handed_to_pid_1(make_submission):
