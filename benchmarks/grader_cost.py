@@ -144,16 +144,50 @@ def _keeper():
 
 
 def _counters_held() -> bool:
+    return bool(counter_holders())
+
+
+def counter_holders() -> list[int]:
+    """The processes holding kernel counters that are to be closed: not this process, nor a grader it
+    runs within (an ancestor: a test suite's own sandbox, say) or that grader's keeper. Those hold
+    theirs while the grader lives, so waiting for them would wait the whole limit, every time."""
+    within, found = _ancestors(), []
     for pid in filter(str.isdigit, os.listdir("/proc")):
-        if int(pid) == os.getpid():
+        if int(pid) in within or _keeper_of(pid) in within:
             continue
         try:
             if any(os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:[perf_event]"
                    for fd in os.listdir(f"/proc/{pid}/fd")):
-                return True
+                found.append(int(pid))
         except OSError:
             continue
-    return False
+    return found
+
+
+def _ancestors() -> set[int]:
+    """This process and every process above it, up to (not including) pid 1."""
+    found, pid = set(), os.getpid()
+    while pid > 1 and pid not in found:
+        found.add(pid)
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])     # after the name: state, then ppid
+        except OSError:
+            break
+    return found
+
+
+def _keeper_of(pid: str) -> int | None:
+    """The grading process whose keeper `pid` is (grader.sandbox.keeper runs as `keeper.py FD PID`)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().split(b"\0")
+    except OSError:
+        return None
+    argv = argv[:-1] if argv and not argv[-1] else argv
+    if len(argv) >= 3 and argv[-3].endswith(b"grader/sandbox/keeper.py") and argv[-1].isdigit():
+        return int(argv[-1])
+    return None
 
 
 def timed(tree: str, *args: str, again: bool = False) -> float:

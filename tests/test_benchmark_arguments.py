@@ -5,6 +5,7 @@ and leaves out of a hostile submission's own compute the worked modules that imp
 the batch profile gives each sample to the process that took it."""
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -18,8 +19,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def bench(script: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """One run of a benchmark. Its graders' keepers close their counters after 2 s, not the 60 s they
+    give other graders to end first (grader.sandbox.keeper): this suite's own grader does not end, and
+    the next benchmark waits until they are closed (grader_cost.settle)."""
     return subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "GRADER_KEEPER_PATIENCE": "2"})
 
 
 REFUSED = [   # (script, arguments, what the message says)
@@ -104,6 +109,54 @@ def test_an_older_checkout_that_lacks_what_a_figure_needs_gets_n_a_and_why(tmp_p
     grader_cost.show("a figure", [0.0245, None])
     line = capsys.readouterr().out
     assert "24.5 ms" in line and "n/a" in line, line
+
+
+# Opens a kernel counter (software: cpu-clock, of itself) and keeps it until its standard input ends.
+# As a keeper's stand-in its command line ends like one's: `.../grader/sandbox/keeper.py FD PID`.
+HOLDS_A_COUNTER = """
+import ctypes, struct, sys
+from grader.sandbox.native_watch import _PERF_EVENT_OPEN
+attr = struct.pack("IIQ", 1, 128, 0) + bytes(112)       # PERF_TYPE_SOFTWARE, the struct's size, cpu-clock
+if _PERF_EVENT_OPEN is None or ctypes.CDLL(None).syscall(_PERF_EVENT_OPEN, attr, 0, -1, -1, 0) < 0:
+    print("none", flush=True)
+    sys.exit(0)
+print("held", flush=True)
+"""
+QUERY = "import sys; sys.path.insert(0, 'benchmarks'); import grader_cost; print(grader_cost.counter_holders())"
+# A grader's stand-in: holds a counter, starts its keeper's stand-in, then prints what a benchmark run
+# within it (its child) would wait for, and waits.
+GRADER = HOLDS_A_COUNTER + """
+import os, subprocess
+keeper = subprocess.Popen([sys.executable, "-c", KEEPER,
+                           "x/grader/sandbox/keeper.py", "3", str(os.getpid())], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, text=True)
+assert keeper.stdout.readline().strip() == "held"
+print(os.getpid(), keeper.pid, subprocess.run([sys.executable, "-c", QUERY], capture_output=True,
+                                              text=True).stdout.strip(), flush=True)
+sys.stdin.read()
+keeper.stdin.close()
+keeper.wait()
+""".replace("QUERY", repr(QUERY)).replace("KEEPER", repr(HOLDS_A_COUNTER + "sys.stdin.read()\n"))
+
+
+def test_settling_waits_for_other_graders_counters_not_for_those_it_runs_within():
+    """A benchmark waits until the counters of graders that have ended are closed (grader_cost.settle);
+    run from within a grader that lives on (a test suite's sandbox), it must not wait for that grader's
+    counters, nor its keeper's: they stay open until the grader ends, so it would wait its whole limit."""
+    grader = subprocess.Popen([sys.executable, "-c", GRADER], cwd=ROOT, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        first = grader.stdout.readline().strip()
+        if first == "none":
+            pytest.skip("no kernel counter can be opened on this machine (perf_event_open refused)")
+        assert first == "held"
+        pid, keeper, within = grader.stdout.readline().split(" ", 2)
+        beside = subprocess.run([sys.executable, "-c", QUERY], cwd=ROOT, capture_output=True, text=True).stdout
+    finally:
+        grader.stdin.close()
+        grader.wait(timeout=30)
+    assert int(pid) not in eval(within) and int(keeper) not in eval(within), within
+    assert {int(pid), int(keeper)} <= set(eval(beside)), beside
 
 
 def test_an_older_checkout_without_executors_grades_with_a_workers_config():
