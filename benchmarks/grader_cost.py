@@ -153,14 +153,15 @@ def counter_holders() -> list[int]:
     theirs while the grader lives, so waiting for them would wait the whole limit, every time."""
     within, found = _ancestors(), []
     for pid in filter(str.isdigit, os.listdir("/proc")):
-        if int(pid) in within or _keeper_of(pid) in within:
+        if int(pid) in within:
             continue
         try:
-            if any(os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:[perf_event]"
-                   for fd in os.listdir(f"/proc/{pid}/fd")):
-                found.append(int(pid))
+            holds = any(os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:[perf_event]"
+                        for fd in os.listdir(f"/proc/{pid}/fd"))
         except OSError:
             continue
+        if holds and _keeper_of(pid) not in within:
+            found.append(int(pid))
     return found
 
 

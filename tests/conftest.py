@@ -228,8 +228,7 @@ def described(pids: list[int]) -> list[str]:
     said = []
     for pid in pids:
         try:
-            with open(f"/proc/{pid}/status") as f:
-                fields = dict(line.split(":", 1) for line in f if ":" in line)
+            fields = _status(pid)
             with open(f"/proc/{pid}/wchan") as f:
                 wchan = f.read().strip()
             with open(f"/proc/{pid}/cgroup") as f:
@@ -294,10 +293,15 @@ def processes_of(uids: set[int]) -> list[int]:
         if not entry.isdigit():
             continue
         try:
-            with open(f"/proc/{entry}/status") as f:
-                fields = dict(line.split(":", 1) for line in f if ":" in line)
+            fields = _status(int(entry))
         except OSError:
             continue
         if int(fields.get("Uid", "0").split()[0]) in uids and not fields.get("State", "").strip().startswith("Z"):
             found.append(int(entry))
     return found
+
+
+def _status(pid: int) -> dict[str, str]:
+    """The fields of /proc/<pid>/status (OSError once the process is gone)."""
+    with open(f"/proc/{pid}/status") as f:
+        return dict(line.split(":", 1) for line in f if ":" in line)

@@ -5,6 +5,7 @@ and leaves out of a hostile submission's own compute the worked modules that imp
 the batch profile gives each sample to the process that took it."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -122,7 +123,8 @@ if _PERF_EVENT_OPEN is None or ctypes.CDLL(None).syscall(_PERF_EVENT_OPEN, attr,
     sys.exit(0)
 print("held", flush=True)
 """
-QUERY = "import sys; sys.path.insert(0, 'benchmarks'); import grader_cost; print(grader_cost.counter_holders())"
+QUERY = ("import json, sys; sys.path.insert(0, 'benchmarks'); import grader_cost; "
+         "print(json.dumps(grader_cost.counter_holders()))")
 # A grader's stand-in: holds a counter, starts its keeper's stand-in, then prints what a benchmark run
 # within it (its child) would wait for, and waits.
 GRADER = HOLDS_A_COUNTER + """
@@ -155,8 +157,8 @@ def test_settling_waits_for_other_graders_counters_not_for_those_it_runs_within(
     finally:
         grader.stdin.close()
         grader.wait(timeout=30)
-    assert int(pid) not in eval(within) and int(keeper) not in eval(within), within
-    assert {int(pid), int(keeper)} <= set(eval(beside)), beside
+    assert not {int(pid), int(keeper)} & set(json.loads(within)), within
+    assert {int(pid), int(keeper)} <= set(json.loads(beside)), beside
 
 
 def test_an_older_checkout_without_executors_grades_with_a_workers_config():
