@@ -6,14 +6,14 @@ exception a user can fix is a grader.errors.UsageError, which exits 2 with its m
 exception is a bug in the grader: its traceback is printed and the exit code is 3 (ExitCode.INTERNAL),
 as for a command whose result holds a grader fault. A command that grades a submission (it takes
 --submission) has its sandbox's zygote launched before it imports the catalog, so that the two
-imports of torch run side by side (grader.sandbox.launch). The command itself (`console`) ends
-its process without the interpreter's teardown of torch, once everything that must finish has.
+imports of torch run side by side (grader.sandbox.launch); it imports the catalog, torch with it,
+frozen (grader.imports). The command itself (`console`) ends its process without the interpreter's
+teardown of torch, once everything that must finish has.
 """
 from __future__ import annotations
 
 import argparse
 import atexit
-import gc
 import importlib
 import os
 import pkgutil
@@ -24,6 +24,7 @@ import traceback
 from grader import __version__
 from grader.errors import ExitCode, UsageError
 from grader.frontends import commands
+from grader.imports import import_frozen
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
@@ -53,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         launch.early()
     try:
         if grades:
-            _import_engine()
+            import_frozen("grader.pipeline.engine", "grader.catalog")
         return int(args.func(args))
     except UsageError as e:      # ConfigError, SelectionError and SubmissionError are UsageErrors
         print(f"grader: error: {e}", file=sys.stderr)
@@ -70,19 +71,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"grader: internal error in grader {__version__}: this is a bug in the grader, not in the "
               "submission or the command; please report it with the traceback above", file=sys.stderr)
         return ExitCode.INTERNAL
-
-
-def _import_engine() -> None:
-    """Import the engine, torch with it, without the cyclic collector, then freeze what the imports
-    made (gc.freeze): each full collection walks every object torch creates, none of them garbage
-    (three of 0.03-0.11 s each in a grading process's first seconds), and later ones skip them."""
-    gc.disable()
-    try:
-        importlib.import_module("grader.pipeline.engine")
-        importlib.import_module("grader.catalog")
-    finally:
-        gc.freeze()
-        gc.enable()
 
 
 def console() -> None:

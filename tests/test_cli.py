@@ -111,16 +111,38 @@ def test_the_command_ends_only_after_what_must_finish_has():
     assert p.stdout.splitlines() == ["no newlinethread finished", "atexit ran"], p.stdout
 
 
-def test_a_grading_command_imports_the_engine_without_collections_and_freezes_it():
-    """Full collections during torch's import walk every object it made, none of them garbage: the
-    command imports the engine with the collector off, freezes what it made, and turns it back on."""
+def test_import_frozen_imports_without_collections_and_freezes_what_it_made():
+    """Full collections during torch's import walk every object it made, none of them garbage:
+    import_frozen imports with the collector off, freezes what it made, and turns it back on."""
     code = ("import gc\n"
-            "from grader import cli\n"
+            "from grader.imports import import_frozen\n"
             "gc.callbacks.append(lambda phase, info: phase == 'start' and info['generation'] == 2 and print('full'))\n"
-            "cli._import_engine()\n"
+            "import_frozen('grader.pipeline.engine', 'grader.catalog')\n"
             "import torch\n"
             "print(gc.isenabled(), gc.get_freeze_count() > 100000, flush=True)\n"
             "import os; os._exit(0)\n")      # before the collection of the interpreter's own teardown
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["True", "True"], out.stdout
+
+
+@pytest.mark.parametrize("argv", [["check", "--submission", "/nonexistent-submission", "attention.causal_mask"],
+                                  ["batch", "/nonexistent-submissions", "--out", "/nonexistent-out"]],
+                         ids=["check", "batch"])
+def test_the_commands_that_import_torch_freeze_it(argv):
+    """A grading command and grader batch's parent (which holds every result until the class report)
+    import torch through import_frozen: no full collection while they do, what it made frozen, the
+    collector on after. Both commands are refused (no such submission) only once that is done."""
+    code = ("import gc, sys\n"
+            "from grader import cli\n"
+            "import grader.frontends.commands.batch as batch\n"
+            "batch.warm_up = lambda: None\n"       # no forkserver: the parent's own import is the subject
+            "from grader.sandbox import launch\n"
+            "launch.early = lambda: None\n"        # nor the check's zygote
+            "gc.callbacks.append(lambda phase, info: phase == 'start' and info['generation'] == 2 and print('full'))\n"
+            f"code = cli.main({argv!r})\n"
+            "print(code, 'torch' in sys.modules, gc.isenabled(), gc.get_freeze_count() > 100000, flush=True)\n"
+            "import os; os._exit(0)\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["2", "True", "True", "True"], (out.stdout, out.stderr[-2000:])

@@ -48,7 +48,7 @@ def worker_main(conn, names: list[str], config: Config) -> None:
     # forkserver (warm_up) first, so that the two imports overlap.
     from grader import threads
 
-    gc.freeze()     # what the forkserver imported (torch): no full collection walks it again (grader.cli)
+    gc.freeze()     # what the forkserver imported (torch): no full collection walks it again (grader.imports)
     # Ctrl-C is the parent's to handle (it stops the workers); ignored here, and so in this worker's
     # sandbox (SIG_IGN is inherited through fork and exec), so an interrupt prints one line, not a traceback each.
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -10,6 +10,7 @@ from grader.errors import ExitCode, UsageError
 from grader.frontends.batch.executors import INSTALL_CLUSTER, ClusterLost
 from grader.frontends.batch.workers import BatchError, warm_up
 from grader.frontends.commands import add_config_argument, config_from
+from grader.imports import import_frozen
 
 LISTED = 12          # names listed per category in the final summary
 
@@ -66,6 +67,7 @@ class _Intermixed(argparse.ArgumentParser):
 def run(args) -> int:
     if not (args.scheduler or args.cluster):
         warm_up()                      # the local workers' torch import overlaps with ours, below
+    import_frozen("grader.frontends.batch.run")     # torch with it; this process keeps every result
     from grader.frontends.batch.run import Options, run_batch
 
     if args.jobs is not None:        # workers, not [limits] jobs; the same range as that key
