@@ -117,3 +117,22 @@ def test_multiprocessing_keeps_its_socket_folder_inside_the_graders_own(short_tm
     assert again == first, "a second pool of the same process keeps the folder"
     assert replaced != first and os.path.basename(replaced).startswith("pymp-"), "a removed folder is replaced"
     assert os.listdir(short_tmp) == [], "the process's exit removes its own folder"
+
+
+def test_the_forkserver_imports_the_engine_frozen_before_it_forks_a_worker():
+    """What the forkserver preloads (the worker's module and the engine, torch with it) is imported
+    with no full collection and frozen, so neither the forkserver nor a worker forked from it walks
+    torch's objects in a collection again."""
+    code = ("import gc, sys\n"
+            "from multiprocessing import forkserver\n"
+            "from grader.frontends.batch import workers\n"
+            "workers._context()\n"
+            "preload = forkserver._forkserver._preload_modules\n"
+            "gc.callbacks.append(lambda phase, info: phase == 'start' and info['generation'] == 2 and print('full'))\n"
+            "for name in preload:\n    __import__(name)\n"       # as the forkserver's main does
+            "needed = ('grader.frontends.batch.workers', 'grader.pipeline.engine', 'grader.catalog', 'torch')\n"
+            "print(all(n in sys.modules for n in needed), gc.isenabled(), gc.get_freeze_count() > 100000, flush=True)\n"
+            "import os; os._exit(0)\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["True", "True", "True"], (out.stdout, out.stderr[-2000:])

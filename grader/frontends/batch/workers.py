@@ -48,7 +48,7 @@ def worker_main(conn, names: list[str], config: Config) -> None:
     # forkserver (warm_up) first, so that the two imports overlap.
     from grader import threads
 
-    gc.freeze()     # what the forkserver imported (torch): no full collection walks it again (grader.imports)
+    gc.freeze()     # what the forkserver made after its frozen imports (forkserver_preload): no collection walks it
     # Ctrl-C is the parent's to handle (it stops the workers); ignored here, and so in this worker's
     # sandbox (SIG_IGN is inherited through fork and exec), so an interrupt prints one line, not a traceback each.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -81,7 +81,7 @@ def worker_main(conn, names: list[str], config: Config) -> None:
 def _context():
     ctx = multiprocessing.get_context("forkserver")
     # The forkserver imports the engine (torch) once; every worker is forked from it warm.
-    ctx.set_forkserver_preload(["grader.frontends.batch.workers", "grader.pipeline.engine", "grader.catalog"])
+    ctx.set_forkserver_preload(["grader.frontends.batch.forkserver_preload"])
     _own_temp_dir()
     return ctx
 
