@@ -14,7 +14,7 @@ import pytest
 
 from conftest import ROOT, sandbox_folders_of
 from fixtures.batch.build import make_class
-from grader.frontends.batch.executors import Outcome
+from grader.frontends.batch.executors import BatchError, Outcome
 from grader.frontends.batch.workers import Pool, Task
 from grader.config import load_config
 
@@ -90,6 +90,33 @@ def test_a_stuck_worker_is_stopped_at_the_deadline_and_not_retried(tasks):
     assert "grading took longer than 3 s" in by["slow"].error
     assert all(by[s].result_json is not None for s in "abc")
     assert time.monotonic() - start < 30, "the stuck submission was waited for, not stopped"
+
+
+class _EndsItsWorker:
+    """An exercise name that a worker unpickles with its arguments (the forkserver sends them
+    pickled) before worker_main runs: the worker ends at once, as one whose start fails outside
+    worker_main does (a crash while it imports, the kernel's OOM killer)."""
+
+    def __reduce__(self):
+        return os._exit, (7,)
+
+
+def test_workers_that_end_before_they_are_ready_stop_the_batch_instead_of_being_replaced_for_ever(tasks):
+    pool = Pool(2, [_EndsItsWorker()], config())
+    done, raised = [], []
+
+    def run():
+        try:
+            pool.run(tasks, done.append)
+        except BatchError as e:
+            raised.append(e)
+    runner = threading.Thread(target=run, daemon=True)
+    runner.start()
+    runner.join(120)
+    assert not runner.is_alive(), "the pool was still replacing workers that end at start after 120 s"
+    assert raised, "the pool returned without a word although no worker ever started"
+    assert "grading workers could not start" in str(raised[0]) and "exit code 7" in str(raised[0]), str(raised[0])
+    assert done == [], "no worker was ever ready: nothing can have been graded"
 
 
 MULTIPROCESSING_FOLDER = """

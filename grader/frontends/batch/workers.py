@@ -207,7 +207,7 @@ class Pool:
             try:
                 msg = w.conn.recv()
             except (EOFError, OSError):
-                return f"the grading process ended unexpectedly (exit code {self._exit_code(w)})", True
+                return self._ended(w, start_failures)
             if isinstance(msg, Done):
                 w.task = None
                 on_done(msg)
@@ -218,7 +218,7 @@ class Pool:
                 return "the grading process could not start", True
             return None
         if w.proc.sentinel in ready and not w.proc.is_alive():
-            return f"the grading process ended unexpectedly (exit code {w.proc.exitcode})", True
+            return self._ended(w, start_failures)
         if not w.ready and time.monotonic() - w.since > START_TIMEOUT_S:
             start_failures.append(f"a worker was not ready after {START_TIMEOUT_S:g} s")
             return "the grading process did not start in time", True
@@ -229,9 +229,16 @@ class Pool:
         return None
 
     @staticmethod
-    def _exit_code(w: _Worker):
+    def _ended(w: _Worker, start_failures: list[str]) -> tuple[str, bool]:
+        """`w` ended by itself. Before it was ready, no submission was in it: the worker could not
+        start (its import, its sandbox), a start failure like a reported one, so that workers that
+        all end so stop the batch (BatchError) instead of being replaced for ever."""
         w.proc.join(1.0)
-        return w.proc.exitcode
+        code = w.proc.exitcode
+        if not w.ready:
+            start_failures.append(f"a grading process ended before it was ready (exit code {code}); what it printed, "
+                                  "if anything, is above")
+        return f"the grading process ended unexpectedly (exit code {code})", True
 
     @staticmethod
     def _lost(task: Task, problem: str, retry: bool, pending: deque, retried: dict, on_done) -> None:
