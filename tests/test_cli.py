@@ -113,17 +113,21 @@ def test_the_command_ends_only_after_what_must_finish_has():
 
 def test_import_frozen_imports_without_collections_and_freezes_what_it_made():
     """Full collections during torch's import walk every object it made, none of them garbage:
-    import_frozen imports with the collector off, freezes what it made, and turns it back on."""
+    import_frozen imports with the collector off, freezes what it made, and turns it back on (if it
+    was on)."""
     code = ("import gc\n"
             "from grader.imports import import_frozen\n"
             "gc.callbacks.append(lambda phase, info: phase == 'start' and info['generation'] == 2 and print('full'))\n"
             "import_frozen('grader.pipeline.engine', 'grader.catalog')\n"
             "import torch\n"
             "print(gc.isenabled(), gc.get_freeze_count() > 100000, flush=True)\n"
+            "gc.disable()\n"
+            "import_frozen('json')\n"
+            "print(gc.isenabled(), flush=True)\n"     # a process without the collector stays so
             "import os; os._exit(0)\n")      # before the collection of the interpreter's own teardown
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.split() == ["True", "True"], out.stdout
+    assert out.stdout.split() == ["True", "True", "False"], out.stdout
 
 
 @pytest.mark.parametrize("argv", [["check", "--submission", "/nonexistent-submission", "attention.causal_mask"],

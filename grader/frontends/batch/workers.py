@@ -231,8 +231,8 @@ class Pool:
     @staticmethod
     def _ended(w: _Worker, start_failures: list[str]) -> tuple[str, bool]:
         """`w` ended by itself. Before it was ready, no submission was in it: the worker could not
-        start (its import, its sandbox), a start failure like a reported one, so that workers that
-        all end so stop the batch (BatchError) instead of being replaced for ever."""
+        start (its import, its sandbox). That counts as a start failure, like a reported one, so
+        workers that keep ending at start stop the batch (BatchError), not replaced for ever."""
         w.proc.join(1.0)
         code = w.proc.exitcode
         if not w.ready:
