@@ -151,3 +151,32 @@ def test_a_lost_scheduler_is_said_and_the_client_stops_instead_of_hanging(tmp_pa
     assert not done and len(raised) == 1 and isinstance(raised[0], ClusterLost), raised
     assert f"lost the connection to the Dask scheduler at tcp://127.0.0.1:{port}" in str(raised[0])
     assert "run the same command again" in str(raised[0])
+
+
+CLUSTER_WORKER_IMPORT = """
+import gc, sys
+from grader.frontends.batch import cluster_worker
+
+class Started:                                 # the worker's Sandbox, not started here
+    limits = "limits"
+    def start(self):
+        pass
+
+cluster_worker.api.sandbox = lambda config: Started()
+gc.callbacks.append(lambda phase, info: phase == "start" and info["generation"] == 2 and print("full"))
+cluster_worker._sandbox({})
+first = gc.get_freeze_count()
+cluster_worker._sandbox({})
+print("torch" in sys.modules, gc.isenabled(), first > 100000, gc.get_freeze_count() == first, flush=True)
+import os; os._exit(0)
+"""
+
+
+def test_a_cluster_workers_first_task_imports_torch_frozen_and_later_ones_freeze_nothing():
+    """A Dask worker process imports the engine, torch with it, on its first task: frozen
+    (grader.imports), no full collection during it; a later task freezes nothing more (a freeze each
+    task would keep that task's garbage for good)."""
+    out = subprocess.run([sys.executable, "-c", CLUSTER_WORKER_IMPORT], cwd=ROOT, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["True", "True", "True", "True"], (out.stdout, out.stderr[-2000:])

@@ -15,6 +15,7 @@ imports this module, which needs the same grader version as the client (checked,
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from typing import Any
 
@@ -23,6 +24,7 @@ from grader.config import Config
 from grader.frontends.batch.executors import Done, Task, grade_one
 from grader.frontends.batch.transfer import unpacked
 from grader.frontends.batch.workers import TORCH_THREADS
+from grader.imports import import_frozen
 
 _lock = threading.Lock()
 _sandboxes: dict[Any, Any] = {}          # Limits -> a started Sandbox, one per worker process
@@ -50,7 +52,10 @@ def grade_task(student: str, path: str, packed: dict | None, names: list[str], c
 
 
 def _sandbox(config: Config):
-    from grader import threads        # loads torch: the worker grades, so it needs it anyway
+    with _lock:
+        if "grader.pipeline.engine" not in sys.modules:     # this worker process's first task
+            import_frozen("grader.pipeline.engine", "grader.catalog")     # torch with it (grader.imports)
+    from grader import threads
 
     candidate = api.sandbox(config)
     with _lock:
