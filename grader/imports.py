@@ -1,5 +1,5 @@
 """Importing torch-sized modules in a process that lives on after the import: a grading command,
-grader batch's parent and its forkserver.
+grader batch's parent and its forkserver, a Dask worker process (on its first task).
 
 An import of torch makes ~170,000 objects that the cyclic collector tracks and none of which is
 garbage. With the collector on, the import itself runs three full collections (0.03-0.11 s each),
