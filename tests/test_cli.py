@@ -130,10 +130,10 @@ def test_import_frozen_imports_without_collections_and_freezes_what_it_made():
     assert out.stdout.split() == ["True", "True", "False"], out.stdout
 
 
-@pytest.mark.parametrize("argv", [["check", "--submission", "/nonexistent-submission", "attention.causal_mask"],
-                                  ["batch", "/nonexistent-submissions", "--out", "/nonexistent-out"]],
+@pytest.mark.parametrize("argv", [["check", "--submission", "{missing}", "attention.causal_mask"],
+                                  ["batch", "{missing}", "--out", "{out}"]],
                          ids=["check", "batch"])
-def test_the_commands_that_import_torch_freeze_it(argv):
+def test_the_commands_that_import_torch_freeze_it(argv, tmp_path):
     """A grading command and grader batch's parent (which holds every result until the class report)
     import torch through import_frozen: no full collection while they do, what it made frozen, the
     collector on after. Both commands are refused (no such submission) only once that is done."""
@@ -144,7 +144,7 @@ def test_the_commands_that_import_torch_freeze_it(argv):
             "from grader.sandbox import launch\n"
             "launch.early = lambda: None\n"        # nor the check's zygote
             "gc.callbacks.append(lambda phase, info: phase == 'start' and info['generation'] == 2 and print('full'))\n"
-            f"code = cli.main({argv!r})\n"
+            f"code = cli.main({[a.format(missing=tmp_path / 'missing', out=tmp_path / 'out') for a in argv]!r})\n"
             "print(code, 'torch' in sys.modules, gc.isenabled(), gc.get_freeze_count() > 100000, flush=True)\n"
             "import os; os._exit(0)\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
