@@ -168,7 +168,7 @@ cluster_worker._sandbox({})
 first = gc.get_freeze_count()
 cluster_worker._sandbox({})
 print("torch" in sys.modules, gc.isenabled(), first > 100000, gc.get_freeze_count() == first, flush=True)
-import os; os._exit(0)
+gc.callbacks.clear()
 """
 
 
