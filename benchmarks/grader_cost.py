@@ -113,7 +113,7 @@ def settle(limit: float = 120.0) -> float:
     offers its counters to the next grader (grader.sandbox.keeper) is turned down, so that it closes
     them now rather than in a later run. Returns the wait."""
     t0 = time.perf_counter()
-    while time.perf_counter() - t0 < limit and _counters_held():
+    while time.perf_counter() - t0 < limit and counter_holders():
         _decline_offers()
         time.sleep(0.5)
     return time.perf_counter() - t0
@@ -141,10 +141,6 @@ def _keeper():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def _counters_held() -> bool:
-    return bool(counter_holders())
 
 
 def counter_holders() -> list[int]:
