@@ -37,6 +37,7 @@ distributed = pytest.importorskip("distributed")      # the `cluster` extra; the
 from grader.config import load_config  # noqa: E402
 from grader.frontends.batch import cluster as cluster_module  # noqa: E402
 from grader.frontends.batch.run import Options, run_batch  # noqa: E402
+from grader.sandbox.provision import make_workdir  # noqa: E402
 
 FAST = ("attention.causal_mask", "attention.positional_encoding")   # no run-time API watch: quick children
 SDPA = "attention.scaled_dot_product_attention"                     # has a performance spec
@@ -329,3 +330,28 @@ def test_a_submission_that_kills_its_worker_every_time_ends_crashed_and_the_batc
     feedback = (out / "students" / "killer" / "feedback.md").read_text()
     assert "crashed" in feedback.lower()
     client.wait_for_workers(2, timeout=60)
+
+
+@pytest.mark.slow
+def test_a_killed_workers_folder_is_removed_as_its_replacement_joins_before_any_task(cluster, tmp_path):
+    """A worker killed from outside cannot remove its folder in the temp folder (the copies of the
+    submissions it was grading). The worker its nanny starts in its place removes it as it joins
+    (cluster.SweepOnStart, which a batch registers), not at a first task that may never come; the
+    other worker's folder, whose process lives, stays."""
+    lc, client = cluster
+    client.wait_for_workers(2, timeout=60)
+    subs = make_class(tmp_path / "subs", {"a": "correct"})
+    run_batch(on_cluster(lc, subs, tmp_path / "out", FAST[0]), config(), io.StringIO())
+    folders = {w: os.path.dirname(f) for w, f in client.run(make_workdir).items()}   # each worker's own
+    pids = client.run(os.getpid)
+    victim, survivor = sorted(pids)
+    assert all(os.path.isdir(f) for f in folders.values())
+    os.kill(pids[victim], signal.SIGKILL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        running = client.run(os.getpid, on_error="ignore")    # the killed one, until it is known gone
+        if len(running) == 2 and pids[victim] not in running.values() and not os.path.exists(folders[victim]):
+            break
+        time.sleep(0.2)
+    assert not os.path.exists(folders[victim]), f"the killed worker's {folders[victim]} is still there"
+    assert os.path.isdir(folders[survivor]), "a live worker's folder was removed"

@@ -28,12 +28,14 @@ from typing import Callable, Iterable
 
 import dask
 from distributed import Client, LocalCluster, as_completed
+from distributed.diagnostics.plugin import WorkerPlugin
 
 from grader import __version__
 from grader.config import Config
 from grader.frontends.batch.cluster_worker import grade_task
 from grader.frontends.batch.executors import RETRIES_AFTER_LOST_WORKER, BatchError, ClusterLost, Done, Outcome, Task
 from grader.frontends.batch.transfer import TransferError, pack
+from grader.sandbox.provision import remove_stale_workdirs
 
 CONNECT_TIMEOUT_S = 30.0
 WAIT_NOTE_S = 10.0             # a GPU task waiting this long with no GPU worker: say so
@@ -63,6 +65,21 @@ def wants_gpu(names: list[str], config: Config) -> bool:
     cfg = perf_config(config)
     return cfg.enabled and any(policy.plan(p, cfg, True, True)[0] == "cuda"
                                for s in select(list(names)) for p in perf_specs(s))
+
+
+class SweepOnStart(WorkerPlugin):
+    """Registered on the cluster by every batch, set up in each worker as it joins: the folders that
+    grading processes which no longer exist left in the temp folder are removed
+    (grader.sandbox.provision.remove_stale_workdirs). A worker killed from outside (SIGKILL, the
+    out-of-memory killer) cannot remove its own, which holds the copies of the submissions it was
+    grading; the worker its nanny starts in its place removes it at once, not at its first task, which
+    may never come (a batch's last task, a cluster closing)."""
+
+    name = "nn-grader-sweep-on-start"
+    idempotent = True       # once per scheduler, whatever the number of batches sent to it
+
+    def setup(self, worker) -> None:
+        remove_stale_workdirs()
 
 
 class DaskExecutor:
@@ -103,6 +120,10 @@ class DaskExecutor:
             return
         cluster, client = self._connect()
         try:
+            try:
+                client.register_plugin(SweepOnStart())
+            except Exception:             # a worker that cannot set it up (another grader version: its tasks
+                pass                      # say so) still sweeps at its first task (grader.pipeline.engine)
             self._stream(client, pending, on_done)
         finally:
             try:
