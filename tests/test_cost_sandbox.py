@@ -168,6 +168,31 @@ def test_no_spare_outlives_the_sandbox():
         assert not alive(pid)
 
 
+def test_the_zygote_collects_its_spare_before_it_ends_so_pid_1_is_left_no_orphan():
+    """Shut down, or its grader killed without a word: either way the zygote kills and collects its
+    spare, and only then ends. Left to die of its PDEATHSIG, the spare was an orphan whose zombie
+    pid 1 had to collect: one for every sandbox that ended, and forever where pid 1 collects none."""
+    sandbox = Sandbox()
+    sandbox.start()
+    spare = _the_spare(sandbox._zygote.pid)
+    sandbox.shutdown()
+    assert not os.path.exists(f"/proc/{spare}"), "the spare outlived the shut-down zygote, uncollected"
+
+    grader = subprocess.Popen([sys.executable, "-c", "import sys; from grader.sandbox.runner import Sandbox; "
+                               "s = Sandbox(); s.start(); print(s._zygote.pid, flush=True); sys.stdin.read()"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                              cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    try:
+        zygote = int(grader.stdout.readline())
+        spare = _the_spare(zygote)
+    finally:
+        grader.kill()
+        grader.wait()
+    processes.wait_gone(zygote, 30)
+    assert not alive(zygote)
+    assert not os.path.exists(f"/proc/{spare}"), "the spare outlived the zygote of a killed grader, uncollected"
+
+
 def test_wait_gone_returns_when_the_process_ends_zombie_or_not():
     """A process that is not ours to reap (a grandchild through `sh`, as the sandbox's children
     are the zygote's) and one of ours left a zombie: both end the wait, long before its limit."""

@@ -27,6 +27,8 @@ from grader.sandbox.drain import Drain
 from grader.sandbox.replies import Outcome
 from grader.sandbox.replies import outcome as _outcome
 
+ZYGOTE_END_S = 3.0      # the zygote's own wait for its children at its end (zygote.END_WAIT_S), and a margin
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -74,12 +76,17 @@ class Sandbox:
             self._control.sendall(struct.pack(">I", len(payload)) + payload)
 
     def shutdown(self) -> None:
+        """The control socket closed: the zygote then kills and collects its children and exits
+        (grader.sandbox.zygote._end); killed only if it has not within ZYGOTE_END_S."""
         if self._control is not None:
             self._control.close()
             self._control = None
         if self._zygote is not None:
-            self._zygote.kill()
-            self._zygote.wait()
+            try:
+                self._zygote.wait(ZYGOTE_END_S)
+            except subprocess.TimeoutExpired:
+                self._zygote.kill()
+                self._zygote.wait()
             self._zygote = None
 
     def open(self, workdir: str, module: str, *, forbidden: list[dict[str, Any]] = (),

@@ -29,6 +29,9 @@ import signal
 import socket
 import struct
 import sys
+import time
+import traceback
+from typing import NoReturn
 
 import numpy  # noqa: F401  (warm)
 import torch
@@ -44,6 +47,7 @@ MADV_COLLAPSE = 25          # Linux >= 6.1; elsewhere madvise says EINVAL and no
 HUGE_PAGE = 2 << 20
 PAGE = os.sysconf("SC_PAGE_SIZE")
 _WAKE: list[int] = []       # (read end, write end) of the pipe a child's end wakes the loop through
+END_WAIT_S = 2.0            # at its end, how long the zygote waits for the children it killed to be gone
 
 
 def _reap() -> None:
@@ -61,6 +65,36 @@ def _reap() -> None:
             return
         if pid == 0:
             return
+
+
+def _end(status: int) -> NoReturn:
+    """The zygote's last act, however its loop ends (the grader closed its end of the control socket,
+    or ended): every child still here, the spare above all, killed and collected, then the zygote
+    exits at once (os._exit: nothing of the interpreter's teardown is needed). Left to die of their
+    PDEATHSIG as the zygote goes, they would be orphans whose zombies pid 1 must collect, one for
+    every sandbox that ended, and forever where pid 1 does not collect (a container's grader)."""
+    me = os.getpid()
+    try:
+        with open(f"/proc/{me}/task/{me}/children") as f:      # ours, the adopted orphans too
+            children = [int(pid) for pid in f.read().split()]
+    except OSError:
+        children = []
+    for pid in children:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    deadline = time.monotonic() + END_WAIT_S
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if pid == 0:
+            if time.monotonic() > deadline:     # one that will not end (stuck in the kernel): its
+                break                           # PDEATHSIG and pid 1 see to it, as before
+            time.sleep(0.001)
+    os._exit(status)
 
 
 def _warm() -> None:
@@ -223,8 +257,9 @@ def _serve_one(channel: socket.socket) -> None:
 def main(control_fd: int) -> None:
     # No PR_SET_PDEATHSIG here: it fires when the *thread* that started us ends, and the grader
     # may start the sandbox from a worker thread. The grader's death closes the control socket
-    # instead, and we exit on that; our children die with us through their PDEATHSIG (a spare's
-    # is set as it is forked, a child's again once it has its private uid, which clears it).
+    # instead, and we exit on that, once we have killed and collected our children (_end); their
+    # PDEATHSIG is the net for one we could not (a spare's is set as it is forked, a child's again
+    # once it has its private uid, which clears it).
     control = socket.socket(fileno=control_fd)
     # What a child starts and leaves as an orphan (a helper whose parent has exited, say) becomes ours,
     # not pid 1's: we collect it once it is killed (_reap, each time round the loop below). Where pid 1
@@ -237,10 +272,20 @@ def main(control_fd: int) -> None:
     _drop_code_entries()
     spare = _spare(control)
     try:
+        _serve(control, spare)
+    except BaseException:
+        traceback.print_exc()       # the grader's stderr, as an uncaught error would
+        _end(1)
+    _end(0)
+
+
+def _serve(control: socket.socket, spare: tuple[int, socket.socket] | None) -> None:
+    """Hand each request to a spare, until the grader closes its end of the control socket."""
+    try:
         sys.stdout.write("ready\n")
         sys.stdout.flush()
     except OSError:         # the grader ended before we were ready (one launched early, unused): quietly
-        os._exit(0)
+        return
     pending = _collapsible()
     while True:
         if spare is None:
