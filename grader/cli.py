@@ -73,6 +73,20 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.INTERNAL
 
 
+def _end_helpers() -> None:
+    """Stop and collect the helper processes multiprocessing started for this one (the forkserver
+    that `grader batch`'s workers are forked from, then the resource tracker). Each would end once
+    this process had gone, as an orphan that pid 1 must collect."""
+    for module, helper in (("multiprocessing.forkserver", "_forkserver"),
+                           ("multiprocessing.resource_tracker", "_resource_tracker")):
+        stop = getattr(getattr(sys.modules.get(module), helper, None), "_stop", None)
+        if stop is not None:
+            try:
+                stop()          # nothing when it never started
+            except Exception:   # one that ended already, or not ours: nothing left to collect
+                pass
+
+
 def console() -> None:
     """The `grader` command and `python -m grader`: main(), then the end of the process. What must
     finish is finished first: threads that are not daemons joined (and what concurrent.futures and
@@ -88,6 +102,7 @@ def console() -> None:
     except KeyboardInterrupt:
         code = 130
     atexit._run_exitfuncs()     # each handler's exception is printed there, the others still run
+    _end_helpers()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -150,3 +150,25 @@ def test_the_commands_that_import_torch_freeze_it(argv, tmp_path):
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["2", "True", "True", "True"], (out.stdout, out.stderr[-2000:])
+
+
+def test_grader_batch_collects_multiprocessings_helpers_before_it_ends(tmp_path):
+    """grader batch's workers are forked from multiprocessing's forkserver, which runs beside its
+    resource tracker: the command stops and collects both before it ends, rather than leave them to
+    end after it, as orphans whose zombies pid 1 must collect."""
+    from fixtures.batch.build import make_class
+    subs = make_class(tmp_path / "subs", {"alice": "correct"})
+    argv = ["grader", "batch", str(subs), "--out", str(tmp_path / "out"), "attention.causal_mask", "--jobs", "1"]
+    code = ("import atexit, json, sys\n"
+            "from grader import cli\n"
+            "def record():\n"      # the last atexit handler: the helpers still run
+            "    import multiprocessing.forkserver as f, multiprocessing.resource_tracker as r\n"
+            "    print(json.dumps([f._forkserver._forkserver_pid, r._resource_tracker._pid]))\n"
+            "atexit.register(record)\n"
+            f"sys.argv = {argv!r}\n"
+            "cli.console()\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    helpers = json.loads(out.stdout.splitlines()[-1])
+    assert all(isinstance(pid, int) for pid in helpers), helpers
+    assert [pid for pid in helpers if os.path.exists(f"/proc/{pid}")] == [], "left to end after the command"
