@@ -355,3 +355,21 @@ def test_a_killed_workers_folder_is_removed_as_its_replacement_joins_before_any_
         time.sleep(0.2)
     assert not os.path.exists(folders[victim]), f"the killed worker's {folders[victim]} is still there"
     assert os.path.isdir(folders[survivor]), "a live worker's folder was removed"
+
+
+@pytest.mark.slow
+def test_a_local_cluster_grades_and_leaves_nothing_in_the_temp_folder(tmp_path, env):
+    """`--cluster local:N` starts a LocalCluster of its own and closes it at the end: the students are
+    graded as on any cluster, and the temp folder is left as it was found (Dask's scratch space and its
+    lock files, which Dask itself leaves there, are in a folder of the batch's, removed with it)."""
+    subs = make_class(tmp_path / "subs", {"a": "correct", "b": {"causal_mask": "inverted"}})
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    command = batch_command(subs, tmp_path / "out", FAST[0], extra=["--cluster", "local:2"])
+    plain = {k: v for k, v in env.items() if k != "DASK_TEMPORARY_DIRECTORY"}    # as a user runs it (conftest)
+    p = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300,
+                       env={**plain, "TMPDIR": str(tmp)})
+    assert p.returncode == 0, p.stderr[-2000:]
+    got = rows(tmp_path / "out")
+    assert got["a"][1] == got["a"][2]["max_score"] > got["b"][1] and got["b"][0] == "graded"
+    assert os.listdir(tmp) == []

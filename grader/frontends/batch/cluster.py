@@ -22,7 +22,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import shutil
 import sys
+import tempfile
 import time
 from typing import Callable, Iterable
 
@@ -93,6 +95,7 @@ class DaskExecutor:
         self.stream = stream or sys.stderr
         self.gpu = wants_gpu(self.names, config)
         self.where = scheduler or f"a local cluster of {self.n_local} worker processes"
+        self.scratch = ""         # the local cluster's folder while it runs (_scratch)
 
     # -- connecting --------------------------------------------------------------------------------
     def _connect(self):
@@ -100,7 +103,8 @@ class DaskExecutor:
         if self.n_local:
             try:
                 with dask.config.set({"distributed.scheduler.allowed-failures": RETRIES_AFTER_LOST_WORKER,
-                                      "distributed.scheduler.worker-saturation": 1.0}):
+                                      "distributed.scheduler.worker-saturation": 1.0,
+                                      "temporary-directory": self._scratch()}):
                     cluster = LocalCluster(n_workers=self.n_local, threads_per_worker=1, processes=True,
                                            host="127.0.0.1", dashboard_address=None)
             except Exception as e:        # e.g. worker processes that cannot start here
@@ -132,6 +136,15 @@ class DaskExecutor:
                 pass
             if cluster is not None:
                 cluster.close(timeout=30)
+            if self.scratch:
+                shutil.rmtree(self.scratch, ignore_errors=True)
+                self.scratch = ""
+
+    def _scratch(self) -> str:
+        """The local cluster's folder (Dask's scratch space, the scheduler's and the workers', and its lock
+        files), removed with the cluster: by default Dask leaves its lock files in the temp folder."""
+        self.scratch = tempfile.mkdtemp(prefix="grader-dask-")
+        return self.scratch
 
     # -- streaming ---------------------------------------------------------------------------------
     def _stream(self, client, pending: list[Task], on_done) -> None:
