@@ -130,6 +130,18 @@ def test_import_frozen_imports_without_collections_and_freezes_what_it_made():
     assert out.stdout.split() == ["True", "True", "False"], out.stdout
 
 
+def test_a_ctrl_c_that_an_import_swallows_is_raised_once_import_frozen_is_done(tmp_path):
+    """torch's C initialisation clears whatever importing numpy raises, a KeyboardInterrupt included:
+    import_frozen raises a Ctrl-C that came during the import once the import is done, never loses it."""
+    (tmp_path / "swallows.py").write_text("import os, signal, time\ntry:\n    os.kill(os.getpid(), signal.SIGINT)\n"
+                                          "    time.sleep(0.2)\nexcept BaseException:\n    pass\nDONE = True\n")
+    code = (f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\nfrom grader.imports import import_frozen\n"
+            "try:\n    import_frozen('swallows')\nexcept KeyboardInterrupt:\n"
+            "    print('interrupted after', sys.modules['swallows'].DONE)\nelse:\n    print('lost')\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["interrupted", "after", "True"], (out.stdout, out.stderr[-2000:])
+
+
 @pytest.mark.parametrize("argv", [["check", "--submission", "{missing}", "attention.causal_mask"],
                                   ["batch", "{missing}", "--out", "{out}"]],
                          ids=["check", "batch"])
@@ -172,3 +184,47 @@ def test_grader_batch_collects_multiprocessings_helpers_before_it_ends(tmp_path)
     helpers = json.loads(out.stdout.splitlines()[-1])
     assert all(isinstance(pid, int) for pid in helpers), helpers
     assert [pid for pid in helpers if os.path.exists(f"/proc/{pid}")] == [], "left to end after the command"
+
+
+def _descendants(pid: int) -> list[tuple[int, str]]:
+    """(pid, command line) of every living descendant of process `pid`."""
+    procs = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline") as f:
+                procs[int(entry)] = (ppid, f.read().replace("\0", " "))
+        except (OSError, ValueError, IndexError):
+            continue
+    found, frontier = [], [pid]
+    while frontier:
+        parent = frontier.pop()
+        for child, (ppid, cmd) in procs.items():
+            if ppid == parent:
+                found.append((child, cmd))
+                frontier.append(child)
+    return found
+
+
+def test_ctrl_c_during_a_check_ends_it_with_one_line_and_no_traceback():
+    """Ctrl-C at the terminal reaches the whole process group, the sandbox's zygote included: the
+    command says it was interrupted and exits 130; no process of its prints a traceback."""
+    import signal
+    import time
+    p = subprocess.Popen([*GRADER, "check", "--submission", "solutions"], cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while p.poll() is None and time.monotonic() < deadline and \
+                not any("grader.sandbox.zygote" in cmd for _, cmd in _descendants(p.pid)):
+            time.sleep(0.05)
+        time.sleep(0.3)                     # grading under way
+        os.killpg(p.pid, signal.SIGINT)
+        _, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    assert p.returncode == 130, err[-2000:]
+    assert "Traceback" not in err and "grader: interrupted" in err, err[-2000:]

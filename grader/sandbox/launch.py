@@ -36,7 +36,9 @@ def launch(threads: int) -> tuple[subprocess.Popen, socket.socket]:
     zygote = subprocess.Popen(
         [sys.executable, "-I", "-B", "-c", "import gc, sys; gc.disable(); sys.path.insert(0, %r); "
          "from grader.sandbox.zygote import main; main(%d)" % (pkg_root, child.fileno())],
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, pass_fds=(child.fileno(),), env=env, cwd="/")
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, pass_fds=(child.fileno(),), env=env, cwd="/",
+        start_new_session=True)     # Ctrl-C at the terminal is the grader's to handle: the zygote ends
+                                    # when the grader closes its socket (or ends), not with a traceback
     child.close()
     return zygote, parent
 
