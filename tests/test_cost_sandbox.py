@@ -251,7 +251,7 @@ def test_the_zygote_heap_is_in_huge_pages_and_children_do_not_see_the_setting(ow
 
 COLLAPSE = '''
 import mmap, sys, torch
-from grader.sandbox import zygote
+from grader.sandbox import zygote, zygote_pages
 def kb(path, key):
     with open(path) as f:
         return next(int(line.split()[1]) for line in f if line.startswith(key))
@@ -259,11 +259,11 @@ sparse = mmap.mmap(-1, 64 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
 for offset in range(0, 64 << 20, 2 << 20):
     sparse[offset] = 1                  # one page in memory every 2 MiB
 zygote._warm()
-pending = zygote._collapsible()
-assert pending and all(a % zygote.HUGE_PAGE == 0 for a in pending), pending[:3]
+pending = zygote_pages.collapsible()
+assert pending and all(a % zygote_pages.HUGE_PAGE == 0 for a in pending), pending[:3]
 huge, anon = kb("/proc/self/smaps_rollup", "AnonHugePages:"), kb("/proc/self/status", "RssAnon:")
 while pending:
-    zygote._collapse_next(pending)
+    zygote_pages.collapse_next(pending)
 print(huge, kb("/proc/self/smaps_rollup", "AnonHugePages:"), anon, kb("/proc/self/status", "RssAnon:"))
 '''
 
@@ -285,7 +285,7 @@ def test_the_zygote_collapses_the_rest_of_its_memory_into_huge_pages():
 
 CODE_ENTRIES = '''
 import os, sys, torch
-from grader.sandbox import zygote
+from grader.sandbox import zygote_pages
 def code_kb():
     """Rss and Anonymous (kB) of libtorch's code mapping."""
     with open("/proc/self/smaps") as f:
@@ -296,7 +296,7 @@ def code_kb():
 low, high = next((int(a, 16), int(b, 16)) for a, b, perms, path in
                  ((*line.split()[0].split("-"), line.split()[1], line.split()[-1]) for line in open("/proc/self/maps"))
                  if perms == "r-xp" and path.endswith("libtorch_cpu.so"))
-page = low + (high - low) // 2 // zygote.PAGE * zygote.PAGE
+page = low + (high - low) // 2 // zygote_pages.PAGE * zygote_pages.PAGE
 try:
     with open("/proc/self/mem", "r+b") as mem:      # a private copy of one code page, as a uprobe's breakpoint makes
         mem.seek(page)
@@ -308,7 +308,7 @@ except OSError:         # a kernel that refuses writes through /proc/self/mem (p
     sys.exit(0)
 torch.softmax(torch.randn(8, 8) @ torch.randn(8, 8), -1)
 before = code_kb()
-zygote._drop_code_entries()
+zygote_pages.drop_code_entries()
 after = code_kb()
 with open("/proc/self/mem", "rb") as mem:
     mem.seek(page)

@@ -38,14 +38,12 @@ import torch
 import torch.nn.functional  # noqa: F401
 
 from grader.sandbox import child, tripwires, wire  # noqa: F401  (child: warm)
+from grader.sandbox.zygote_pages import collapse_next, collapsible, drop_code_entries
 
 MAX_REQUEST = 1 << 20
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_THP_DISABLE = 41
-MADV_COLLAPSE = 25          # Linux >= 6.1; elsewhere madvise says EINVAL and nothing is collapsed
-HUGE_PAGE = 2 << 20
-PAGE = os.sysconf("SC_PAGE_SIZE")
 _WAKE: list[int] = []       # (read end, write end) of the pipe a child's end wakes the loop through
 END_WAIT_S = 2.0            # at its end, how long the zygote waits for the children it killed to be gone
 
@@ -120,90 +118,6 @@ def _warm() -> None:
     gc.enable()
 
 
-# Huge pages. Each fork copies, and each child's exit drops, one page-table entry per 4 KiB page of
-# the zygote's anonymous memory (~150 MB after importing torch), or one per 2 MiB page. The heap is
-# in huge pages from the start (glibc.malloc.hugetlb, grader.sandbox.launch); the rest (the
-# interpreter's arenas, ~55 MB) is collapsed into them here, 2 MiB at a time while no request waits
-# (MADV_COLLAPSE takes 0.3-3 ms per MiB: at once, it would delay the first child). A child makes no
-# huge page of its own (PR_SET_THP_DISABLE, set in each spare): a fault on its fresh memory would
-# zero 2 MiB, or stall to compact memory on a busy machine, and its untimed loads and timed calls
-# would cost what the machine's memory does, not what the code does (grader.timing.guards).
-def _collapsible() -> list[int]:
-    """The 2 MiB-aligned addresses of the zygote's anonymous writable memory, its heap included."""
-    found = []
-    with open("/proc/self/maps") as f:
-        for line in f:
-            fields = line.split()
-            if fields[1] == "rw-p" and (len(fields) == 5 or fields[5] == "[heap]"):
-                low, high = (int(x, 16) for x in fields[0].split("-"))
-                found += range(-(-low // HUGE_PAGE) * HUGE_PAGE, high - HUGE_PAGE + 1, HUGE_PAGE)
-    return found
-
-
-def _collapse_next(pending: list[int]) -> None:
-    """One step: the next 2 MiB, if at least half of its pages are in memory (mincore), so that a
-    sparse mapping does not grow to a huge page of mostly zeros. A failure (a kernel without
-    MADV_COLLAPSE, memory marked MADV_NOHUGEPAGE, no free huge page) leaves them as they are."""
-    libc = ctypes.CDLL(None)
-    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
-    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    address, resident = pending.pop(0), (ctypes.c_ubyte * (HUGE_PAGE // PAGE))()
-    if libc.mincore(address, HUGE_PAGE, resident) == 0 and sum(b & 1 for b in resident) * 2 >= len(resident):
-        libc.madvise(address, HUGE_PAGE, MADV_COLLAPSE)
-
-
-# Code page tables. fork() copies no page-table entry of a file mapping that holds no private
-# page: a child maps the code it runs from the page cache as it first runs it. A uprobe (the
-# native watch's counters, grader.sandbox.native_watch) writes its breakpoint into a private copy
-# of a page of libtorch's code in every process that maps it, this one included, whenever it is
-# opened; from then on each fork copies, and each child's exit drops, an entry for every page of
-# that code the zygote has mapped (~46 MB after its imports: 11,500 entries; grading the worked
-# solutions took 0.15 core-s more, 2.4 ms a child, than once they are unmapped here).
-PM_PRESENT, PM_FILE = 1 << 63, 1 << 61      # /proc/self/pagemap: present; a page-cache page
-MADV_DONTNEED = 4
-
-
-def _drop_code_entries() -> None:
-    """Unmap the page-cache pages of the zygote's code mappings, keeping their private pages (a
-    breakpoint already written): a breakpoint written later finds few entries to be copied, and
-    the zygote and its children map again from the page cache what they run. Where /proc does not
-    say (no pagemap), or a private page is swapped out, the mapping is left whole: the children are
-    then only slower to fork and end."""
-    try:
-        _drop_listed_code_entries()
-    except (OSError, ValueError):
-        pass
-
-
-def _drop_listed_code_entries() -> None:
-    libc = ctypes.CDLL(None)
-    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    with open("/proc/self/smaps") as f, open("/proc/self/pagemap", "rb", buffering=0) as pagemap:
-        span, anonymous = None, 0
-        for line in f:
-            fields = line.split()
-            if "-" in fields[0] and len(fields) >= 5:           # a mapping's first line
-                low, high = (int(x, 16) for x in fields[0].split("-"))
-                span = (low, high) if "x" in fields[1] and len(fields) > 5 and fields[5].startswith("/") else None
-            elif span and fields[0] == "Anonymous:":
-                anonymous = int(fields[1]) << 10
-            elif span and fields[0] == "Swap:":     # a private page swapped out: MADV_DONTNEED would drop it
-                private = _private_pages(pagemap, *span) if anonymous else []
-                if fields[1] == "0" and len(private) * PAGE == anonymous:   # else pagemap does not show them all
-                    start = span[0]
-                    for page in private + [span[1]]:
-                        if page > start:
-                            libc.madvise(start, page - start, MADV_DONTNEED)
-                        start = page + PAGE
-                span = None
-
-
-def _private_pages(pagemap, low: int, high: int) -> list[int]:
-    """The addresses of the pages of [low, high) that are this process's own, not the page cache's."""
-    entries = memoryview(os.pread(pagemap.fileno(), (high - low) // PAGE * 8, low // PAGE * 8)).cast("Q")
-    return [low + i * PAGE for i, e in enumerate(entries) if e & (PM_PRESENT | PM_FILE) == PM_PRESENT]
-
-
 def _wake_on_child_end() -> None:
     """Make a child's end wake the loop (SIGCHLD, through Python's wakeup fd: a byte in _WAKE's
     pipe), so that it is collected at once rather than at the loop's next timeout."""
@@ -234,7 +148,7 @@ def _spare(control: socket.socket) -> tuple[int, socket.socket]:
         _forget_wake()
         libc = ctypes.CDLL(None)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)     # dies with the zygote
-        libc.prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0)               # no huge page of its own (see above)
+        libc.prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0)               # no huge page of its own (zygote_pages)
         _serve_one(theirs)
     theirs.close()
     return pid, ours
@@ -269,7 +183,7 @@ def main(control_fd: int) -> None:
     _wake_on_child_end()
     os.environ.pop("GLIBC_TUNABLES", None)     # set for this process's malloc only (grader.sandbox.launch)
     _warm()
-    _drop_code_entries()
+    drop_code_entries()
     spare = _spare(control)
     try:
         _serve(control, spare)
@@ -286,7 +200,7 @@ def _serve(control: socket.socket, spare: tuple[int, socket.socket] | None) -> N
         sys.stdout.flush()
     except OSError:         # the grader ended before we were ready (one launched early, unused): quietly
         return
-    pending = _collapsible()
+    pending = collapsible()
     while True:
         if spare is None:
             spare = _spare(control)
@@ -294,7 +208,7 @@ def _serve(control: socket.socket, spare: tuple[int, socket.socket] | None) -> N
         _reap()
         if control not in r:
             if pending:
-                _collapse_next(pending)
+                collapse_next(pending)
             continue
         try:
             msg, fds, _, _ = socket.recv_fds(control, MAX_REQUEST, 4)
