@@ -56,13 +56,18 @@ def _reap() -> None:
             os.read(_WAKE[0], 4096)
         except BlockingIOError:
             break
+    _collect()
+
+
+def _collect() -> bool:
+    """Collect every child that has ended; whether none is left."""
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return
+            return True
         if pid == 0:
-            return
+            return False
 
 
 def _end(status: int) -> NoReturn:
@@ -83,15 +88,8 @@ def _end(status: int) -> NoReturn:
         except OSError:
             pass
     deadline = time.monotonic() + END_WAIT_S
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            break
-        if pid == 0:
-            if time.monotonic() > deadline:     # one that will not end (stuck in the kernel): its
-                break                           # PDEATHSIG and pid 1 see to it, as before
-            time.sleep(0.001)
+    while not _collect() and time.monotonic() < deadline:     # past it, one that will not end (stuck in
+        time.sleep(0.001)                                      # the kernel) is left to pid 1, as before
     os._exit(status)
 
 
