@@ -286,6 +286,20 @@ def left_of(uids: set[int], seconds: float = 5.0) -> list[str]:
             for uid in used]
 
 
+def processes_running(marker: str) -> list[int]:
+    """The processes whose command line holds `marker`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    if marker.encode() in f.read():
+                        found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
 def processes_of(uids: set[int]) -> list[int]:
     """Live (non-zombie) processes running as one of these uids: none may outlive its grading."""
     found = []

@@ -7,7 +7,7 @@ import zipfile
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, processes_running
 
 GRADER = [sys.executable, "-m", "grader"]
 
@@ -186,25 +186,12 @@ def test_grader_batch_collects_multiprocessings_helpers_before_it_ends(tmp_path)
     assert [pid for pid in helpers if os.path.exists(f"/proc/{pid}")] == [], "left to end after the command"
 
 
-def _descendants(pid: int) -> list[tuple[int, str]]:
-    """(pid, command line) of every living descendant of process `pid`."""
-    procs = {}
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{entry}/cmdline") as f:
-                procs[int(entry)] = (ppid, f.read().replace("\0", " "))
-        except (OSError, ValueError, IndexError):
-            continue
-    found, frontier = [], [pid]
-    while frontier:
-        parent = frontier.pop()
-        for child, (ppid, cmd) in procs.items():
-            if ppid == parent:
-                found.append((child, cmd))
-                frontier.append(child)
-    return found
+def _parent(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def test_ctrl_c_during_a_check_ends_it_with_one_line_and_no_traceback():
@@ -217,7 +204,7 @@ def test_ctrl_c_during_a_check_ends_it_with_one_line_and_no_traceback():
     try:
         deadline = time.monotonic() + 120
         while p.poll() is None and time.monotonic() < deadline and \
-                not any("grader.sandbox.zygote" in cmd for _, cmd in _descendants(p.pid)):
+                p.pid not in map(_parent, processes_running("grader.sandbox.zygote import main")):
             time.sleep(0.05)
         time.sleep(0.3)                     # grading under way
         os.killpg(p.pid, signal.SIGINT)

@@ -22,6 +22,7 @@ import time
 
 import pytest
 
+from conftest import ROOT
 from grader.sandbox import processes, provision
 from grader.sandbox.processes import alive
 from grader.sandbox.runner import Sandbox
@@ -181,7 +182,7 @@ def test_the_zygote_collects_its_spare_before_it_ends_so_pid_1_is_left_no_orphan
     grader = subprocess.Popen([sys.executable, "-c", "import sys; from grader.sandbox.runner import Sandbox; "
                                "s = Sandbox(); s.start(); print(s._zygote.pid, flush=True); sys.stdin.read()"],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                              cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+                              cwd=ROOT)
     try:
         zygote = int(grader.stdout.readline())
         spare = _the_spare(zygote)

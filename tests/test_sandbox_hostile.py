@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, statuses
+from conftest import ROOT, processes_running, statuses
 from scenarios import submission
 
 ALL = {"attention.causal_mask", "attention.scaled_dot_product_attention",
@@ -37,19 +37,6 @@ def only_failing(result, exercise, status):
     return e
 
 
-def _processes_running(marker: bytes):
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    if marker in f.read():
-                        found.append(int(entry))
-            except OSError:
-                continue
-    return found
-
-
 def test_infinite_loop_times_out(grade_dir, quick):
     e = only_failing(run(grade_dir, "hostile_infinite_loop", quick), "attention.causal_mask", "timeout")
     assert "took longer than 10 s" in e.cases[0].message     # a fresh process's first call gets start-up grace
@@ -73,7 +60,7 @@ def test_os_exit_inside_a_function_crashes_only_that_exercise(grade_dir):
 def test_sigterm_ignoring_loop_and_its_escaped_grandchild_are_killed(grade_dir, quick):
     result = run(grade_dir, "hostile_ignores_sigterm", quick)
     only_failing(result, "attention.causal_mask", "timeout")
-    assert _processes_running(b"time.sleep(0.05)") == []       # the grandchild in its own session
+    assert processes_running("time.sleep(0.05)") == []       # the grandchild in its own session
 
 
 def test_six_gib_allocation_hits_the_memory_limit(grade_dir):

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import statuses
+from conftest import processes_running, statuses
 from grader.sandbox import processes, runner
 from grader.sandbox.provision import copy_submission
 from grader.sandbox.runner import Sandbox
@@ -67,23 +67,10 @@ def _attack(name: str, marker: str) -> str:
             "    time.sleep(60)\n")
 
 
-def _processes(marker: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    if marker.encode() in f.read():
-                        found.append(int(entry))
-            except OSError:
-                continue
-    return found
-
-
 def _gone(marker: str, pids: tuple[int, ...] = ()) -> bool:
     """Neither a helper with `marker` nor any of `pids` is alive (a moment's grace to be reaped)."""
     for _ in range(50):
-        if not _processes(marker) and not any(processes.alive(p) for p in pids):
+        if not processes_running(marker) and not any(processes.alive(p) for p in pids):
             return True
         time.sleep(0.02)
     return False
@@ -113,7 +100,7 @@ def test_a_hostile_reply_at_start_up_is_the_childs_failure_and_the_child_is_kill
         assert not session.alive
         session.close()
     assert time.monotonic() - start < 20
-    assert _gone(marker, (session.pid,)), _processes(marker)
+    assert _gone(marker, (session.pid,)), processes_running(marker)
 
 
 def test_the_child_is_killed_when_the_parent_raises_during_start_up(tmp_path, monkeypatch):
@@ -155,7 +142,7 @@ def test_a_hostile_reply_to_a_call_fails_only_that_exercise(attack, status, grad
     assert all(got[e] == "passed" for e in ATTENTION - {"attention.causal_mask"}), got
     assert not result.grader_faults
     assert seconds < 60            # two strikes of 10 s (start-up grace) at most, and the other three
-    assert _gone(marker), _processes(marker)
+    assert _gone(marker), processes_running(marker)
 
 
 def test_a_hostile_reply_at_import_is_no_grader_fault(grade_dir, make_submission, quick):
@@ -168,7 +155,7 @@ def test_a_hostile_reply_at_import_is_no_grader_fault(grade_dir, make_submission
     result = grade_dir(folder, "attention", cfg=quick)
     assert not result.grader_faults, statuses(result)
     assert any("does not import as written" in err for err in result.errors), result.errors
-    assert _gone(marker), _processes(marker)
+    assert _gone(marker), processes_running(marker)
 
 
 def test_a_numpy_array_is_refused_with_what_to_return(grade_dir, make_submission, quick):
