@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import os
 import shutil
 import subprocess
@@ -298,6 +299,41 @@ def processes_running(marker: str) -> list[int]:
             except OSError:
                 continue
     return found
+
+
+# Runs a command as the child of a subreaper, then prints, as JSON, what the command left to the
+# machine's pid 1: each process handed to the subreaper, up to a second after the command ended, by
+# its command line ("" for a zombie, which has none left); with the command's end code, and the end of
+# what it wrote to stderr.
+_HANDED_ON = """
+import ctypes, json, os, subprocess, sys, time
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)          # PR_SET_CHILD_SUBREAPER
+command = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+err = command.communicate()[1]
+code = command.returncode
+handed, until = {}, time.monotonic() + 1.0
+while time.monotonic() < until:
+    for pid in open(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read().split():
+        if pid not in handed:
+            handed[pid] = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\\0", b" ").decode(errors="replace")
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0]:    # what was handed and ended, collected once it is noted
+            pass
+    except ChildProcessError:
+        pass
+    time.sleep(0.01)
+print(json.dumps([code, sorted(handed.values()), err[-2000:]]))
+"""
+
+
+def handed_on(argv: list[str], **kw) -> tuple[int, list[str], str]:
+    """`argv` run to its end (kw: subprocess.run's): its end code, what it left behind for pid 1 to
+    collect (the command lines of its descendants that outlived it, "" for one that ended and was not
+    collected), and the end of its stderr."""
+    run = subprocess.run([sys.executable, "-c", _HANDED_ON, *argv], capture_output=True, text=True, **kw)
+    assert run.returncode == 0, run.stderr[-2000:]
+    code, handed, err = json.loads(run.stdout)
+    return code, handed, err
 
 
 def processes_of(uids: set[int]) -> list[int]:

@@ -7,7 +7,7 @@ import zipfile
 
 import pytest
 
-from conftest import ROOT, processes_running
+from conftest import ROOT, handed_on, processes_running
 
 GRADER = [sys.executable, "-m", "grader"]
 
@@ -184,6 +184,17 @@ def test_grader_batch_collects_multiprocessings_helpers_before_it_ends(tmp_path)
     helpers = json.loads(out.stdout.splitlines()[-1])
     assert all(isinstance(pid, int) for pid in helpers), helpers
     assert [pid for pid in helpers if os.path.exists(f"/proc/{pid}")] == [], "left to end after the command"
+
+
+@pytest.mark.parametrize("exercise, code", [("attention.causal_mask", 0), ("no_such_exercise", 2)])
+def test_a_check_leaves_no_process_of_its_own_behind(exercise, code):
+    """A check launches its sandbox's zygote before it imports torch (grader.sandbox.launch.early), and
+    ends it before it exits, graded or refused (no such exercise: the zygote was never used, and is
+    likely importing torch still). Left to end after the command, it was an orphan for pid 1 to
+    collect. What may outlive a check is the kernel counters' keeper alone, by design."""
+    got, handed, err = handed_on([*GRADER, "check", "--submission", "solutions", exercise], cwd=ROOT, timeout=300)
+    assert got == code, err
+    assert [c for c in handed if "grader/sandbox/keeper.py" not in c] == [], handed
 
 
 def _parent(pid: int) -> int | None:

@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, handed_on
 from grader.sandbox import processes, provision
 from grader.sandbox.processes import alive
 from grader.sandbox.runner import Sandbox
@@ -192,6 +192,16 @@ def test_the_zygote_collects_its_spare_before_it_ends_so_pid_1_is_left_no_orphan
     processes.wait_gone(zygote, 30)
     assert not alive(zygote)
     assert not os.path.exists(f"/proc/{spare}"), "the spare outlived the zygote of a killed grader, uncollected"
+
+
+def test_a_process_ends_every_zygote_it_launched_before_it_exits():
+    """A sandbox never shut down, and one whose zygote is still importing torch (launched early, never
+    taken): the process ends and collects both zygotes as it exits (grader.sandbox.launch.end_all),
+    rather than leave them for pid 1 to collect, the second after a second more of importing."""
+    code = ("from grader.sandbox import launch; from grader.sandbox.runner import Sandbox; "
+            "Sandbox().start(); launch.early(2)")
+    got, handed, err = handed_on([sys.executable, "-c", code], cwd=ROOT, timeout=120)
+    assert (got, handed) == (0, []), err
 
 
 def test_wait_gone_returns_when_the_process_ends_zombie_or_not():

@@ -5,12 +5,18 @@ socket, without waiting for it: it imports torch, which takes as long as the gra
 of torch. So a front-end about to grade calls `early(threads)` before it imports the catalog
 (and torch): the first Sandbox.start() of this process with that thread count takes the zygote
 (`take`), its torch import done beside the grader's instead of after it. Nothing here imports
-torch. A zygote launched early and never taken ends with this process: its control socket and
-its stdout close, and it exits on either.
+torch.
+
+`end(zygote, control)` ends one zygote and collects it (Sandbox.shutdown), and this process ends every
+zygote it launched that is still running as it exits (an atexit handler: the early one a command
+never took, a sandbox never shut down). Left to end after this process, each would be an orphan
+whose zombie pid 1 must collect, and one launched early would go on importing torch for a second.
 """
 from __future__ import annotations
 
+import atexit
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -18,8 +24,11 @@ import threading
 
 from grader.sandbox import provision
 
+END_S = 3.0     # the zygote's own wait for its children at its end (zygote.END_WAIT_S), and a margin
+
 _early: dict[int, tuple[int, subprocess.Popen, socket.socket]] = {}    # threads -> (launching pid, zygote)
-_lock = threading.Lock()
+_running: dict[int, tuple[int, subprocess.Popen, socket.socket]] = {}  # zygote pid -> (launching pid, zygote)
+_lock = threading.RLock()        # early() holds it while launch() takes it
 
 
 def launch(threads: int) -> tuple[subprocess.Popen, socket.socket]:
@@ -40,7 +49,56 @@ def launch(threads: int) -> tuple[subprocess.Popen, socket.socket]:
         start_new_session=True)     # Ctrl-C at the terminal is the grader's to handle: the zygote ends
                                     # when the grader closes its socket (or ends), not with a traceback
     child.close()
+    with _lock:
+        _running[zygote.pid] = (os.getpid(), zygote, parent)
     return zygote, parent
+
+
+def end(zygote: subprocess.Popen, control: socket.socket) -> None:
+    """End a zygote this process launched, and collect it. Its control socket closed, a zygote that
+    serves kills and collects its children, the spare among them, then exits (grader.sandbox.zygote
+    ._end); it is killed only if it has not within END_S. One still importing torch (launched early,
+    never taken) has no child yet: it is killed at once rather than waited for."""
+    with _lock:
+        _running.pop(zygote.pid, None)
+    control.close()
+    if zygote.poll() is None and not _has_children(zygote.pid):
+        zygote.kill()
+    try:
+        zygote.wait(END_S)
+    except subprocess.TimeoutExpired:
+        zygote.kill()
+        zygote.wait()
+    zygote.stdout.close()
+
+
+def _has_children(pid: int) -> bool:
+    """Whether our child `pid` has forked. It is stopped while it is looked at, so none can appear
+    between the look and its kill; it goes on if it has one (a zygote ends its children before it
+    ends, and a killed one would leave them to pid 1). Our child cannot be another process by that
+    pid: a pid is not reused before its parent has collected it."""
+    try:
+        os.kill(pid, signal.SIGSTOP)
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            forked = bool(f.read().split())
+    except OSError:         # it ended meanwhile: nothing of it is left but to collect it
+        return False
+    if forked:
+        os.kill(pid, signal.SIGCONT)
+    return forked
+
+
+def end_all() -> None:
+    """End every zygote this process launched that runs still (at this process's exit). A forked
+    process's copies of its parent's are left alone: they are its parent's to end."""
+    with _lock:
+        ours = [(zygote, control) for pid, zygote, control in _running.values() if pid == os.getpid()]
+        _early.clear()
+    for zygote, control in ours:
+        end(zygote, control)
+
+
+atexit.register(end_all)
 
 
 def early(threads: int = 1) -> None:
@@ -57,8 +115,9 @@ def take(threads: int) -> tuple[subprocess.Popen, socket.socket] | None:
     if got is None:
         return None
     pid, zygote, control = got
-    if pid != os.getpid() or zygote.poll() is not None:    # a forked worker's copy is its parent's, not its own
-        if pid == os.getpid():
-            control.close()
+    if pid != os.getpid():      # a forked worker's copy is its parent's, not its own
+        return None
+    if zygote.poll() is not None:
+        end(zygote, control)
         return None
     return zygote, control

@@ -27,8 +27,6 @@ from grader.sandbox.drain import Drain
 from grader.sandbox.replies import Outcome
 from grader.sandbox.replies import outcome as _outcome
 
-ZYGOTE_END_S = 3.0      # the zygote's own wait for its children at its end (zygote.END_WAIT_S), and a margin
-
 
 @dataclass(frozen=True)
 class Limits:
@@ -62,8 +60,10 @@ class Sandbox:
         self.shutdown()
 
     def start(self) -> None:
-        if self._zygote is not None and self._zygote.poll() is None:
-            return
+        if self._zygote is not None:
+            if self._zygote.poll() is None:
+                return
+            self.shutdown()           # it died (killed from outside): collected, its socket closed
         cgroups.remove_stale()        # groups of graders killed from outside
         provision.remove_stale_workdirs()   # what a grader killed from outside left behind
         # one launched early (before this process imported torch) if there is one, else a new one
@@ -76,18 +76,10 @@ class Sandbox:
             self._control.sendall(struct.pack(">I", len(payload)) + payload)
 
     def shutdown(self) -> None:
-        """The control socket closed: the zygote then kills and collects its children and exits
-        (grader.sandbox.zygote._end); killed only if it has not within ZYGOTE_END_S."""
-        if self._control is not None:
-            self._control.close()
-            self._control = None
+        """The zygote ended and collected (grader.sandbox.launch.end)."""
         if self._zygote is not None:
-            try:
-                self._zygote.wait(ZYGOTE_END_S)
-            except subprocess.TimeoutExpired:
-                self._zygote.kill()
-                self._zygote.wait()
-            self._zygote = None
+            launch.end(self._zygote, self._control)
+            self._zygote = self._control = None
 
     def open(self, workdir: str, module: str, *, forbidden: list[dict[str, Any]] = (),
              substitutes: dict[str, str] | None = None, driver: str | None = None,

@@ -27,7 +27,8 @@ from grader.frontends.batch.workers import TORCH_THREADS
 from grader.imports import import_frozen
 
 _lock = threading.Lock()
-_sandboxes: dict[Any, Any] = {}          # Limits -> a started Sandbox, one per worker process
+_sandboxes: dict[Any, Any] = {}          # Limits -> a started Sandbox, one per worker process; its zygote
+                                         # is ended as the process exits (grader.sandbox.launch.end_all)
 
 
 def grade_task(student: str, path: str, packed: dict | None, names: list[str], config: Config,
@@ -63,14 +64,6 @@ def _sandbox(config: Config):
         sandbox = _sandboxes.setdefault(candidate.limits, candidate)
         sandbox.start()               # a no-op when its zygote is running; restarts it when it died
     return sandbox
-
-
-def shutdown() -> None:
-    """Stop every sandbox of this worker process (its teardown, when the worker closes)."""
-    with _lock:
-        for sandbox in _sandboxes.values():
-            sandbox.shutdown()
-        _sandboxes.clear()
 
 
 def _where() -> str:
