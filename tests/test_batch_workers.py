@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import pytest
 
-from conftest import ROOT, sandbox_folders_of
+from conftest import ROOT, handed_on, sandbox_folders_of
 from fixtures.batch.build import make_class
 from grader.frontends.batch.executors import BatchError, Outcome
 from grader.frontends.batch.workers import Pool, Task
@@ -64,6 +64,33 @@ def test_a_killed_worker_is_replaced_and_its_submission_retried(tasks):
     assert all(d.result_json is not None for d in done), [d.error for d in done]
     assert any(folders.values()), "no worker had a folder: nothing tested"
     assert not [f for pid in set(folders) | set(killed) for f in sandbox_folders_of(pid)]
+
+
+def test_a_killed_workers_zygote_is_collected_by_the_forkserver_not_left_to_pid_1(tmp_path):
+    """A worker killed mid-submission leaves its sandbox's zygote an orphan: it comes to the
+    forkserver (the workers' subreaper), which collects it once it has ended, not to pid 1. What may
+    outlive the batch is the kernel counters' keepers alone, by design."""
+    subs = make_class(tmp_path / "subs", {"slow": "hostile_infinite_loop", "a": "correct"})
+    code = ("import os, signal, threading, time\n"
+            "from dataclasses import replace\n"
+            "from grader import cli\n"
+            "from grader.config import load_config\n"
+            "from grader.frontends.batch.workers import Pool, Task\n"
+            "config = replace(load_config('autograde.toml', env={}), call_timeout=2.0)\n"
+            "pool = Pool(1, ['attention.causal_mask'], config)\n"
+            "def kill():\n"
+            "    while (pid := pool.busy_with('slow')) is None:\n"
+            "        time.sleep(0.05)\n"
+            "    time.sleep(0.5)\n"                 # into the submission: its zygote serves a child
+            "    os.kill(pid, signal.SIGKILL)\n"
+            "threading.Thread(target=kill, daemon=True).start()\n"
+            "done = []\n"
+            f"pool.run([Task('slow', {str(subs / 'slow')!r}), Task('a', {str(subs / 'a')!r})], done.append)\n"
+            "cli._end_helpers()\n"                  # as the command ends (cli.console)
+            "assert sorted(d.task.student for d in done) == ['a', 'slow'], done\n")
+    got, handed, err = handed_on([sys.executable, "-c", code], cwd=ROOT, timeout=300)
+    assert got == 0, err
+    assert [c for c in handed if "grader/sandbox/keeper.py" not in c] == [], handed
 
 
 def test_a_submission_that_kills_its_worker_twice_is_reported_not_retried_forever(tasks):
