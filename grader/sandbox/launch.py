@@ -79,10 +79,13 @@ def _has_children(pid: int) -> bool:
     pid: a pid is not reused before its parent has collected it."""
     try:
         os.kill(pid, signal.SIGSTOP)
+    except OSError:         # it has ended: nothing of it is left but to collect it
+        return False
+    try:
         with open(f"/proc/{pid}/task/{pid}/children") as f:
             forked = bool(f.read().split())
-    except OSError:         # it ended meanwhile: nothing of it is left but to collect it
-        return False
+    except OSError:         # no way to tell (no /proc): it goes on, and ends its own children
+        forked = True
     if forked:
         os.kill(pid, signal.SIGCONT)
     return forked
