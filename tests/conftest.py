@@ -63,6 +63,8 @@ def pytest_unconfigure(config):
     scratch = config.stash.get(SESSION_SCRATCH, None)
     if scratch:
         shutil.rmtree(scratch, ignore_errors=True)
+    from grader.cli import _end_helpers
+    _end_helpers()      # the forkserver of the pools the tests ran here, collected, as `grader batch` does
 
 
 @pytest.fixture(scope="session")
