@@ -305,33 +305,73 @@ def processes_running(marker: str) -> list[int]:
 
 # Runs a command as the child of a subreaper, then prints, as JSON, what the command left to the
 # machine's pid 1: each process handed to the subreaper, up to a second after the command ended, by
-# its command line ("" for a zombie, which has none left); with the command's end code, and the end of
-# what it wrote to stderr.
+# its command line, with the command's end code and the end of what it wrote to stderr. The command's
+# descendants are named by the last command line seen while they ran (a zombie has none left): one
+# handed on that ended before it was ever seen is "".
 _HANDED_ON = """
-import ctypes, json, os, subprocess, sys, time
+import ctypes, json, os, subprocess, sys, threading, time
 ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)          # PR_SET_CHILD_SUBREAPER
+me, named = os.getpid(), {}                       # (pid, start time) -> command line
+
+
+def read(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
+def key(pid):
+    fields = read(f"/proc/{pid}/stat").rsplit(b")", 1)[-1].split()
+    return pid, fields[19] if len(fields) > 19 else b""
+
+
+def children(pid):
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    return [k for task in tasks for k in read(f"/proc/{pid}/task/{task}/children").decode().split()]
+
+
+def look():
+    todo = children(me)
+    while todo:
+        pid = todo.pop()
+        line = read(f"/proc/{pid}/cmdline").replace(b"\\0", b" ").decode(errors="replace")
+        if line or key(pid) not in named:       # the latest seen: a fork's before its exec is its parent's
+            named[key(pid)] = line
+        todo += children(pid)
+
+
 command = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-err = command.communicate()[1]
-code = command.returncode
+err = []
+drain = threading.Thread(target=lambda: err.append(command.stderr.read()), daemon=True)
+drain.start()
+while command.poll() is None:
+    look()
+    time.sleep(0.01)
+drain.join(5)              # a descendant that kept stderr open is not waited for
 handed, until = {}, time.monotonic() + 1.0
 while time.monotonic() < until:
-    for pid in open(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read().split():
-        if pid not in handed:
-            handed[pid] = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\\0", b" ").decode(errors="replace")
+    look()
+    for pid in children(me):
+        handed.setdefault(key(pid), named.get(key(pid), ""))
     try:
         while os.waitpid(-1, os.WNOHANG)[0]:    # what was handed and ended, collected once it is noted
             pass
     except ChildProcessError:
         pass
     time.sleep(0.01)
-print(json.dumps([code, sorted(handed.values()), err[-2000:]]))
+print(json.dumps([command.returncode, sorted(handed.values()), "".join(err)[-2000:]]))
 """
 
 
 def handed_on(argv: list[str], **kw) -> tuple[int, list[str], str]:
     """`argv` run to its end (kw: subprocess.run's): its end code, what it left behind for pid 1 to
-    collect (the command lines of its descendants that outlived it, "" for one that ended and was not
-    collected), and the end of its stderr."""
+    collect (the command lines of its descendants that outlived it or ended uncollected), and the end of
+    its stderr."""
     run = subprocess.run([sys.executable, "-c", _HANDED_ON, *argv], capture_output=True, text=True, **kw)
     assert run.returncode == 0, run.stderr[-2000:]
     code, handed, err = json.loads(run.stdout)
