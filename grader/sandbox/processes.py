@@ -1,4 +1,5 @@
-"""Waiting for a sandboxed process to end, woken by the kernel rather than by a polling sleep.
+"""Waiting for a sandboxed process to end, woken by the kernel rather than by a polling sleep; and
+adopting the orphans of one's descendants (`adopt_orphans`).
 
 A pidfd (Linux 5.3, os.pidfd_open) becomes readable the moment its process exits (a zombie
 has exited), so a teardown waits exactly as long as the child takes to die; the 10 ms polling
@@ -7,9 +8,12 @@ way, not only one's own children (the sandbox's are the zygote's).
 """
 from __future__ import annotations
 
+import ctypes
 import os
 import select
 import time
+
+PR_SET_CHILD_SUBREAPER = 36
 
 
 def alive(pid: int) -> bool:
@@ -37,3 +41,10 @@ def wait_gone(pid: int, seconds: float) -> None:
         select.select([fd], [], [], max(seconds, 0.0))
     finally:
         os.close(fd)
+
+
+def adopt_orphans() -> None:
+    """Make this process the subreaper of its descendants: one whose parent ends comes to this
+    process, not to the machine's pid 1, and is this process's to collect (its children do not
+    inherit the setting)."""
+    ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)

@@ -37,12 +37,11 @@ import numpy  # noqa: F401  (warm)
 import torch
 import torch.nn.functional  # noqa: F401
 
-from grader.sandbox import child, tripwires, wire  # noqa: F401  (child: warm)
+from grader.sandbox import child, processes, tripwires, wire  # noqa: F401  (child: warm)
 from grader.sandbox.zygote_pages import collapse_next, collapsible, drop_code_entries
 
 MAX_REQUEST = 1 << 20
 PR_SET_PDEATHSIG = 1
-PR_SET_CHILD_SUBREAPER = 36
 PR_SET_THP_DISABLE = 41
 _WAKE: list[int] = []       # (read end, write end) of the pipe a child's end wakes the loop through
 END_WAIT_S = 2.0            # at its end, how long the zygote waits for the children it killed to be gone
@@ -177,7 +176,7 @@ def main(control_fd: int) -> None:
     # not pid 1's: we collect it once it is killed (_reap, each time round the loop below). Where pid 1
     # never reaps (the grader itself as a container's pid 1), it would otherwise stay a zombie for the
     # machine's life, one pid each, until no process could start. Not inherited by our children.
-    ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    processes.adopt_orphans()
     _wake_on_child_end()
     os.environ.pop("GLIBC_TUNABLES", None)     # set for this process's malloc only (grader.sandbox.launch)
     _warm()

@@ -6,13 +6,11 @@ The forkserver is also made the subreaper of the workers' descendants: a worker 
 deadline, or lost) leaves its sandbox's zygote an orphan, which comes to the forkserver, not to the
 machine's pid 1. The forkserver collects every child of its own that ends (multiprocessing.forkserver
 waits for any child on SIGCHLD), and says nothing of one it did not fork: it is expected here."""
-import ctypes
 import warnings
 
 from grader.imports import import_frozen
-
-PR_SET_CHILD_SUBREAPER = 36
+from grader.sandbox.processes import adopt_orphans
 
 import_frozen("grader.frontends.batch.workers", "grader.pipeline.engine", "grader.catalog")
-ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)      # not inherited by the workers it forks
+adopt_orphans()
 warnings.filterwarnings("ignore", message="forkserver: waitpid returned unexpected pid")
