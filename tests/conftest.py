@@ -397,3 +397,20 @@ def _status(pid: int) -> dict[str, str]:
     """The fields of /proc/<pid>/status (OSError once the process is gone)."""
     with open(f"/proc/{pid}/status") as f:
         return dict(line.split(":", 1) for line in f if ":" in line)
+
+
+@pytest.fixture
+def solution_modules(monkeypatch):
+    """Every solutions/<module>.py imported (transformer imports attention as a sibling, as students' files do)."""
+    import importlib
+    monkeypatch.syspath_prepend(str(SOLUTIONS))
+    names = [p.stem for p in sorted(SOLUTIONS.glob("*.py"))]
+    before = {n: sys.modules.get(n) for n in names}
+    try:
+        yield {n: importlib.import_module(n) for n in names}
+    finally:
+        for n, old in before.items():
+            if old is None:
+                sys.modules.pop(n, None)
+            else:
+                sys.modules[n] = old

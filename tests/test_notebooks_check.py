@@ -152,24 +152,6 @@ def test_the_function_may_have_another_name_and_helpers_are_checked_too(config):
     assert result.exercise.message.startswith("uses a forbidden API: torch.nn.functional.scaled_dot_product_attention")
 
 
-@pytest.fixture
-def solution_modules(monkeypatch):
-    """Every solutions/<module>.py imported (transformer imports attention as a sibling, as students' files do)."""
-    import importlib
-    import sys
-    monkeypatch.syspath_prepend(str(SOLUTIONS))
-    names = [p.stem for p in sorted(SOLUTIONS.glob("*.py"))]
-    before = {n: sys.modules.get(n) for n in names}
-    try:
-        yield {n: importlib.import_module(n) for n in names}
-    finally:
-        for n, old in before.items():
-            if old is None:
-                sys.modules.pop(n, None)
-            else:
-                sys.modules[n] = old
-
-
 @pytest.mark.slow
 def test_every_worked_solution_earns_full_marks_in_process(config, solution_modules):
     """Drivers (trajectories, train_xor's call counting through the notebook's globals), judges,

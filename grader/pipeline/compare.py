@@ -8,6 +8,7 @@ matching NaN only where the reference itself is NaN.
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any, Callable
 
 import numpy
@@ -81,6 +82,9 @@ def _compare_tree(actual: Any, expected: Any, name: str, tol: Tol, exact: bool) 
         if not isinstance(actual, (int, float)) or isinstance(actual, bool):
             return [Comparison(name=name, ok=False, kind=Kind.TYPE,
                                problem=f"expected a number, got {_describe(actual)}")]
+        if isinstance(actual, int) and abs(actual) > sys.float_info.max:     # no float holds it: no error figure
+            return [Comparison(name=name, ok=False, kind=Kind.VALUES, max_abs_error=math.inf,
+                               problem=f"expected {expected:.6g}, got {_describe(actual, True)}")]
         atol, rtol = tol(torch.float64 if isinstance(expected, float) else None)
         err = abs(actual - expected)
         ok = err <= atol + rtol * abs(expected) or (math.isnan(actual) and math.isnan(expected))
@@ -98,8 +102,13 @@ def _describe(x: Any, value: bool = False) -> str:
         return f"a tensor of shape {tuple(x.shape)} and dtype {str(x.dtype).replace('torch.', '')}"
     if x is None:
         return "None (did you forget a return statement?)"
+    if value and isinstance(x, int) and abs(x) >= 10**18:       # repr refuses past 4,300 digits
+        return f"an integer of about {int(x.bit_length() * math.log10(2)) + 1} digits"
     if value:
-        r = repr(x)
+        try:
+            r = repr(x)
+        except ValueError:      # a container of such integers
+            return f"a {type(x).__name__} too large to show"
         return r if len(r) < 80 else r[:77] + "..."
     if isinstance(x, (list, tuple)):
         return f"a {type(x).__name__} of {len(x)} items"

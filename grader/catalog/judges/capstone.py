@@ -32,10 +32,12 @@ def verdict(cfg: dict, value: Any, ref: dict) -> Verdict:
     """The student's held-out predictions against the parent's own targets."""
     shape = (*ref["tgt_out"].shape, FIRST_SYMBOL + cfg["symbols"])
     if not isinstance(value, dict) or not isinstance(value.get("logits"), torch.Tensor) \
-            or tuple(value["logits"].shape) != shape:
+            or tuple(value["logits"].shape) != shape or not value["logits"].is_floating_point():
         return Verdict(False, "the capstone run returned no usable held-out logits")
     acc = _accuracy(value["logits"], ref["tgt_out"])
-    losses = value.get("losses") or [float("nan")]
+    losses = value.get("losses")
+    if not (isinstance(losses, list) and losses and all(type(x) is float for x in losses)):
+        losses = [float("nan")]         # the driver sends floats: any other list was not its
     curve = f"loss {losses[0]:.3g} -> {losses[-1]:.3g}"
     try:
         theirs = _accuracy(reference_logits(value["params"], cfg["heads"])(ref["src"], ref["tgt_in"]), ref["tgt_out"])

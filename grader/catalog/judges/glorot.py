@@ -76,7 +76,7 @@ def _exact_checks(value, fan_in, fan_out, n_seeds, a):
     if n_seeds > 1 and bool((draws == draws[0]).all()):
         return "every seed gave the same matrix: the weights must be random, drawn from the generator"
     default = value["default"]
-    if not isinstance(default, torch.Tensor) or tuple(default.shape) != shape \
+    if not isinstance(default, torch.Tensor) or tuple(default.shape) != shape or not default.is_floating_point() \
             or float(default.abs().max()) > a * (1 + 1e-6):
         return ("called without a generator (generator=None), it must still return a (fan_in, fan_out) matrix "
                 "within the bound")

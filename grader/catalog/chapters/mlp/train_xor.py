@@ -42,7 +42,18 @@ def _valid_params(params):
     return "" if d == 2 else f"the last layer has {d} outputs: XOR needs 2 logits, one per class"
 
 
+def _driver_reply(value) -> bool:
+    """Whether `value` has the form the driver's reply always has: a child that sends another sent
+    its own, and gets no points for it (never a grader fault)."""
+    return (isinstance(value, dict) and "params" in value and "again" in value
+            and isinstance(value.get("calls", {}), dict)
+            and all(isinstance(n, int) and not isinstance(n, bool) for n in value.get("calls", {}).values()))
+
+
 def judge_train_xor(case: Case, value, ref, tol) -> Verdict:
+    if not _driver_reply(value):
+        return Verdict(False, "the training run sent back no usable result (the grader's driver returns the "
+                              "params of two trainings and the calls it counted)")
     params, calls = value["params"], value.get("calls", {})
     problem = _valid_params(params)
     if problem:
