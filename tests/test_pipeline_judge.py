@@ -45,6 +45,20 @@ def test_a_mistake_that_raises_is_skipped():
     assert r.diagnosis.startswith("tripled")
 
 
+def test_a_mistake_that_makes_no_difference_on_the_case_is_not_named():
+    """On float64 inputs without a zero, a kink mistake computed with float32 constants is the
+    reference rounded to float32, as is a right answer that went through float32: not the mistake."""
+    z = torch.tensor([-1.5, 0.25, 2.0], dtype=torch.float64)
+    case = Case("no zero", (z,))
+    kink = KnownMistake("derivative 1 at z = 0", "use z > 0", lambda z: torch.where(z >= 0, 1.0, 0.01).double())
+    zero = KnownMistake("0 on the negative side", "the slope, not 0", lambda z: (z > 0).double())
+    s = spec(reference=lambda z: torch.where(z > 0, 1.0, torch.full_like(z, 0.01)), mistakes=(kink, zero))
+    assert run(s, torch.where(z > 0, 1.0, 0.01).double(), case).diagnosis == ""
+    assert run(s, (z > 0).double(), case).diagnosis.startswith("0 on the negative side")
+    at_zero = Case("a zero", (torch.tensor([-1.5, 0.0, 2.0], dtype=torch.float64),))
+    assert run(s, kink.fn(*at_zero.args), at_zero).diagnosis.startswith("derivative 1")    # where it differs
+
+
 def test_shape_mismatch_is_said_before_values():
     r = run(spec(), 2 * X.T)
     assert r.status is Status.FAILED and r.comparisons[0].kind is ComparisonKind.SHAPE

@@ -196,9 +196,10 @@ SPECS_GRAD = (
     ]),
     derivative("leaky_relu_grad", lambda z, slope: F.leaky_relu(z, slope), "torch.nn.functional.leaky_relu", [
         KnownMistake("derivative 1 at z = 0", "at z = 0 take the left-hand derivative, slope (as PyTorch): "
-                     "use z > 0 for the 1 branch", in64(lambda z, slope=0.01: torch.where(z >= 0, 1.0, slope))),
+                     "use z > 0 for the 1 branch",
+                     in64(lambda z, slope=0.01: torch.where(z >= 0, 1.0, torch.full_like(z, slope)))),
         KnownMistake("slope ignored", "use the slope argument; 0.01 is only its default",
-                     in64(lambda z, slope=0.01: torch.where(z > 0, 1.0, 0.01))),
+                     in64(lambda z, slope=0.01: torch.where(z > 0, 1.0, torch.full_like(z, 0.01)))),
         KnownMistake("0 on the negative side", "the negative side's derivative is the slope, not 0",
                      in64(lambda z, slope=0.01: (z > 0).double())),
     ], slope=0.01),
