@@ -183,6 +183,10 @@ def test_html_report_is_autoescaped():
     evil_tags, comments = tags(render(EVIL, "html"))
     assert evil_tags == tags(render(BASE, "html"))[0] and comments == []
     assert "&lt;/details&gt;" in render(EVIL, "html")
+    # Nor does its text: an escape reaches no terminal that shows the file, a bidi override turns
+    # no line of the page around. Each is shown, as in the terminal's report.
+    assert RAW_CONTROL.search(render(EVIL, "html")) is None
+    assert "\\x1b[2J" in render(EVIL, "html") and "\\u202eevil" in render(EVIL, "html")
 
 
 def test_gradescope_markdown_outputs_and_text_outputs_are_neutral():

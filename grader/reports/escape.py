@@ -14,12 +14,18 @@ of its format, whatever the field: which fields are the student's is not guessed
     md_code_span             an inline code span, delimited by more backticks than any run inside
     md_code                  a fenced block longer than any backtick run inside it (CommonMark 4.5)
     xml_chars                what XML 1.0 cannot carry, replaced (JUnit; ElementTree escapes the rest)
+    shown                    every value a template prints, whatever its format: control characters
+                             shown (grader.reports.text's `finalize`)
 
-The HTML report needs none of these: its templates are autoescaped (grader.reports.text).
+The HTML templates need no filter of these: they are autoescaped (grader.reports.text), and `shown`
+keeps a student's escape sequences and bidi overrides out of the page and of a terminal that prints it.
 """
 from __future__ import annotations
 
 import re
+from typing import Any
+
+from markupsafe import Markup
 
 # C0 but tab and newline, DEL, C1; bidi embeddings, overrides and isolates; zero-width and
 # invisible formatting characters, line and paragraph separators (str.splitlines breaks on them).
@@ -40,6 +46,14 @@ def _visible(ch: re.Match) -> str:
 
 def _controls(text: str) -> str:
     return _CONTROL.sub(_visible, str(text))
+
+
+def shown(value: Any) -> Any:
+    """`value`, a string with its control characters shown as in `text_block` (Markup stays markup:
+    the grader's tags kept, a control character inside shown); any other value as it is."""
+    if isinstance(value, Markup):
+        return Markup(_controls(value))
+    return _controls(value) if isinstance(value, str) else value
 
 
 def text_block(text: str) -> str:
