@@ -110,6 +110,10 @@ def nbgrader_export():
 def run_batch(options: Options, config: Config, stream: TextIO | None = None) -> Summary:
     """Grade a class (see the module docstring for the steps); results are committed as they come."""
     start = time.monotonic()
+    if os.path.realpath(options.out) == os.path.realpath(options.submissions):
+        raise BatchError(f"--out {options.out} is the submissions folder itself: the next run would read its "
+                         "feedback folders as students; write beside it, e.g. "
+                         f"--out {os.path.normpath(options.submissions)}-graded")
     export = _check_nbgrader(options)
     deadline = late.prepare(config)      # [deadline] and its CSVs, checked before grading (batch/late.py)
     specs = select(list(options.names))

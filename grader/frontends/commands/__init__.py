@@ -9,7 +9,9 @@ for torch (tests/test_layout.py checks it).
 """
 from __future__ import annotations
 
+import argparse
 import os
+import tempfile
 
 from grader import api
 from grader.config import Config, validate_overrides
@@ -39,6 +41,43 @@ def color_of(config: Config, flag: str | None = None) -> bool | None:
     if flag is None and any(os.environ.get(var) for var in ("NO_COLOR", "FORCE_COLOR")):
         return None
     return {"always": True, "never": False}.get(flag or config.color)
+
+
+def output_file(path: str) -> str:
+    """argparse type of a file a command writes (--output, --summary): refused at once, exit 2 before
+    anything is graded, where it is a folder or nothing can be written where it would go."""
+    if os.path.isdir(path):
+        raise argparse.ArgumentTypeError(f"{path} is a folder: name a file in it, e.g. {os.path.join(path, 'report')}")
+    if os.path.exists(path):            # a file to replace or append to, /dev/stdout: its own permission
+        if not os.access(path, os.W_OK):
+            raise argparse.ArgumentTypeError(f"{path}: no permission to write it; choose another path")
+        return path
+    _writable(os.path.dirname(os.path.abspath(path)), path)
+    return path
+
+
+def output_folder(path: str) -> str:
+    """argparse type of a folder a command writes into (--out): refused at once where it is a file or
+    nothing can be made there. Nothing is made here: the command makes the folder when it writes."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise argparse.ArgumentTypeError(f"{path} is a file: name a folder (made if missing), e.g. {path}-out")
+    _writable(os.path.abspath(path), path)
+    return path
+
+
+def _writable(folder: str, path: str) -> None:
+    """Whether `folder`, or the nearest folder above it that exists (the command makes the rest), takes a
+    new entry: a folder is made there and removed, so the answer is the file system's, root's included."""
+    while not os.path.lexists(folder):
+        folder = os.path.dirname(folder)
+    if not os.path.isdir(folder):
+        raise argparse.ArgumentTypeError(f"{path}: {folder} is a file, so no folder can be made under it; "
+                                         "choose another path")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".grader-probe-", dir=folder))
+    except OSError as e:
+        raise argparse.ArgumentTypeError(f"{path}: nothing can be written in {folder} ({e.strerror}); "
+                                         "choose a path in a folder you can write") from None
 
 
 def config_path(args) -> str | None:

@@ -9,7 +9,7 @@ from grader.config import in_range
 from grader.errors import ExitCode, UsageError
 from grader.frontends.batch.executors import INSTALL_CLUSTER, ClusterLost
 from grader.frontends.batch.workers import BatchError, warm_up
-from grader.frontends.commands import add_config_argument, config_from
+from grader.frontends.commands import add_config_argument, config_from, output_folder
 from grader.imports import import_frozen
 
 LISTED = 12          # names listed per category in the final summary
@@ -26,7 +26,8 @@ def register(sub) -> None:
                     "next run grades them again).")
     p.add_argument("submissions", metavar="SUBMISSIONS", help="folder with one entry per student")
     p.add_argument("names", nargs="*", metavar="EXERCISE_OR_MODULE", help="e.g. attention (default: every exercise)")
-    p.add_argument("--out", required=True, metavar="DIR", help="output folder (gradebook, feedback, reports)")
+    p.add_argument("--out", type=output_folder, required=True, metavar="DIR",
+                   help="output folder (gradebook, feedback, reports)")
     p.add_argument("--jobs", type=int, metavar="N", help="submissions graded at once (default or 0: one per CPU core)")
     p.add_argument("--force", action="store_true", help="regrade every submission, even unchanged ones")
     p.add_argument("--timeout", type=float, metavar="S", help="per-call time limit, seconds")

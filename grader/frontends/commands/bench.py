@@ -9,7 +9,7 @@ import os
 
 from grader import api
 from grader.errors import ExitCode, UsageError
-from grader.frontends.commands import add_config_argument, config_from, resolve
+from grader.frontends.commands import add_config_argument, config_from, resolve, output_file
 from grader.timing.config import parse_section, perf_config
 
 
@@ -23,7 +23,8 @@ def register(sub) -> None:
     p.add_argument("--sizes", metavar="N,N,...", help="values of the varying size (default: the spec's)")
     p.add_argument("--budget", type=float, metavar="S",
                    help="seconds of measurement per size (default: [performance] budget_s, at least 3)")
-    p.add_argument("--output", metavar="FILE", help="the plot (default: reports/bench-<exercise>.png)")
+    p.add_argument("--output", type=output_file, metavar="FILE",
+                   help="the plot (default: reports/bench-<exercise>.png)")
     add_config_argument(p)
     p.set_defaults(func=run)
 

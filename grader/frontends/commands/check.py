@@ -7,7 +7,7 @@ import time
 
 from grader import api
 from grader.frontends.commands import (add_color_arguments, add_config_argument, color_of, config_from,
-                                       graded_exit, submission_from)
+                                       graded_exit, output_file, submission_from)
 from grader.reports import FORMATS, render
 from grader.reports.filters import score
 from grader.timing.config import with_overrides
@@ -23,7 +23,8 @@ def register(sub) -> None:
     p.add_argument("--format", default=None, metavar="FORMAT",
                    help=f"report format: {', '.join(FORMATS)} (json: Gradescope's results.json; "
                         "default: the first of [reports] formats)")
-    p.add_argument("--output", metavar="FILE", help="write the report here instead of standard output")
+    p.add_argument("--output", type=output_file, metavar="FILE",
+                   help="write the report here instead of standard output")
     add_color_arguments(p)
     p.add_argument("--timeout", type=float, metavar="S", help="per-call time limit, seconds")
     p.add_argument("--jobs", type=int, metavar="N", help="exercises graded at once (0: one more than the CPU cores)")

@@ -15,7 +15,8 @@ from grader import api
 from grader.errors import UsageError
 from grader.frontends.ci import pinning
 from grader.frontends.ci.report import write_reports
-from grader.frontends.commands import add_config_argument, config_from, config_path, graded_exit, submission_from
+from grader.frontends.commands import (add_config_argument, config_from, config_path, graded_exit,
+                                       output_file, output_folder, submission_from)
 
 
 def register(sub) -> None:
@@ -23,9 +24,10 @@ def register(sub) -> None:
                        description=__doc__.split("\n\n", 1)[1])
     p.add_argument("names", nargs="*", metavar="EXERCISE_OR_MODULE", help="e.g. attention (default: all)")
     p.add_argument("--submission", metavar="PATH", help="folder to grade (default: [course] submission)")
-    p.add_argument("--out", metavar="DIR", default="grader-results",
+    p.add_argument("--out", type=output_folder, metavar="DIR", default="grader-results",
                    help="folder for report.xml (JUnit), results.json (Gradescope format), report.md")
-    p.add_argument("--summary", metavar="FILE", help="append the Markdown report here (default: $GITHUB_STEP_SUMMARY)")
+    p.add_argument("--summary", type=output_file, metavar="FILE",
+                   help="append the Markdown report here (default: $GITHUB_STEP_SUMMARY)")
     p.add_argument("--source-root", metavar="DIR", help="where the pull request is checked out: annotation paths "
                    "are relative to it, and the submission must lie inside it (default: $GITHUB_WORKSPACE or .)")
     p.add_argument("--min-score", metavar="X", help="pass when the score reaches X points, or X%% of the maximum "

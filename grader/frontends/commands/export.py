@@ -17,6 +17,7 @@ import sys
 from urllib.parse import urlparse
 
 from grader.errors import ExitCode, UsageError
+from grader.frontends.commands import output_file
 
 TOKEN_ENV, URL_ENV = "CANVAS_API_TOKEN", "CANVAS_API_URL"
 
@@ -50,7 +51,7 @@ def register(sub) -> None:
     f.add_argument("--points", type=float, metavar="N", help="points possible (Blackboard's header; default: the "
                                                             "gradebook's maximum score)")
     f.add_argument("--roster", metavar="CSV", help="student,name,email,login_id,sis_user_id,canvas_id,section")
-    f.add_argument("--output", metavar="FILE", help="write here (default: standard output)")
+    f.add_argument("--output", type=output_file, metavar="FILE", help="write here (default: standard output)")
     f.set_defaults(func=run_csv)
 
 

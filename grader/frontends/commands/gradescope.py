@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from grader.errors import ExitCode, UsageError
-from grader.frontends.commands import add_config_argument, config_from
+from grader.frontends.commands import add_config_argument, config_from, output_file
 from grader.frontends.gradescope.bundle import build
 
 
@@ -12,7 +12,7 @@ def register(sub) -> None:
                                    "Hidden cases: the secret seed from the environment ([hidden] seed_env) or "
                                    "--secret-seed is stored in the bundle; docs/gradescope.md explains the rest.")
     p.add_argument("names", nargs="*", metavar="EXERCISE_OR_MODULE", help="the assignment's exercises (default: all)")
-    p.add_argument("--out", metavar="ZIP", default="autograder.zip", help="where to write the bundle")
+    p.add_argument("--out", type=output_file, metavar="ZIP", default="autograder.zip", help="where to write the bundle")
     seed = p.add_mutually_exclusive_group()
     seed.add_argument("--secret-seed", type=int, metavar="N", help="hidden cases from this seed")
     seed.add_argument("--no-hidden", action="store_true", help="no hidden cases, even if the seed variable is set")

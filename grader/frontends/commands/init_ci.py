@@ -11,7 +11,7 @@ from grader import __version__
 from grader.errors import ExitCode, UsageError
 from grader.frontends.ci.pinning import sha256_of
 from grader.frontends.ci.workflow import WorkflowOptions, render_workflow
-from grader.frontends.commands import add_config_argument, config_from
+from grader.frontends.commands import add_config_argument, config_from, output_file
 
 
 def register(sub) -> None:
@@ -20,7 +20,7 @@ def register(sub) -> None:
     p.add_argument("names", nargs="*", metavar="EXERCISE_OR_MODULE", help="what the workflow grades (default: all)")
     p.add_argument("--classroom", action="store_true",
                    help="GitHub Classroom flavour: grade on push, report through autograding-grading-reporter")
-    p.add_argument("--output", metavar="PATH",
+    p.add_argument("--output", type=output_file, metavar="PATH",
                    help="default: .github/workflows/grade.yml (classroom.yml with --classroom)")
     p.add_argument("--install", metavar="REQUIREMENT",
                    help="how CI installs the grader (default: this repository if it holds the grader, "

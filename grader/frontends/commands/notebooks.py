@@ -7,7 +7,7 @@ import shlex
 import sys
 
 from grader.errors import ExitCode, UsageError
-from grader.frontends.commands import add_config_argument, config_from, resolve
+from grader.frontends.commands import add_config_argument, config_from, resolve, output_folder
 
 
 def register(sub) -> None:
@@ -16,7 +16,8 @@ def register(sub) -> None:
                                    "COURSE_DIR/source/<assignment>/<module>.ipynb, ready for "
                                    "`nbgrader generate_assignment <assignment>` run in COURSE_DIR.")
     p.add_argument("modules", nargs="*", metavar="MODULE", help="e.g. attention (default: every module of solutions/)")
-    p.add_argument("--out", required=True, metavar="COURSE_DIR", help="the nbgrader course directory")
+    p.add_argument("--out", type=output_folder, required=True, metavar="COURSE_DIR",
+                   help="the nbgrader course directory")
     p.add_argument("--assignment", metavar="NAME",
                    help="put every notebook in this one assignment "
                         "(default: one assignment per module, named after it)")

@@ -11,7 +11,7 @@ import re
 import sys
 
 from grader.errors import ExitCode, UsageError
-from grader.frontends.commands import add_config_argument, config_from, resolve
+from grader.frontends.commands import add_config_argument, config_from, resolve, output_folder
 
 FOLDER = "similarity"                   # the section's folder in a batch's --out
 PAGE = re.compile(r"^[a-z0-9_]+-\d+\.html$")
@@ -30,7 +30,8 @@ def register(sub) -> None:
                    help="folder with one entry per student (as for grader batch), or nbgrader's course folder")
     p.add_argument("--modules", nargs="+", default=[], metavar="MODULE",
                    help="compare only these modules, e.g. attention rnn (default: every course module)")
-    p.add_argument("--out", required=True, metavar="DIR", help="output folder (index.html, pairs/, similarity.csv)")
+    p.add_argument("--out", type=output_folder, required=True, metavar="DIR",
+                   help="output folder (index.html, pairs/, similarity.csv)")
     p.add_argument("--threshold", type=float, default=0.5, metavar="T",
                    help="flag a pair for review when either share reaches T (0-1, default 0.5)")
     p.add_argument("--floor", type=float, default=0.2, metavar="F",

@@ -1,0 +1,67 @@
+"""Where a command writes is checked before anything runs: a folder given for a file, a file for a
+folder, a place where nothing can be written is a usage error (exit 2, the flag, the path and why),
+never a traceback after the grading; and checking leaves nothing behind."""
+import os
+
+import pytest
+
+from grader.cli import main
+from grader.frontends.batch.executors import BatchError
+from grader.frontends.batch.run import Options, run_batch
+
+# (argv before the flag, the flag, whether it names a folder): every command's output destination.
+DESTINATIONS = [
+    (["check", "attention"], "--output", False),
+    (["ci"], "--out", True),
+    (["ci"], "--summary", False),
+    (["batch", "subs"], "--out", True),
+    (["similarity", "subs"], "--out", True),
+    (["notebooks"], "--out", True),
+    (["export", "csv", "graded", "--format", "canvas", "--name", "hw"], "--output", False),
+    (["gradescope"], "--out", False),
+    (["bench", "attention.causal_mask"], "--output", False),
+    (["init-ci"], "--output", False),
+]
+
+
+def refused(argv, capsys) -> str:
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return err
+
+
+@pytest.mark.parametrize("before,flag,folder", DESTINATIONS, ids=lambda x: " ".join(x) if isinstance(x, list) else x)
+def test_a_destination_that_cannot_be_written_is_a_usage_error_before_anything_runs(before, flag, folder, tmp_path,
+                                                                                     capsys):
+    a_file, a_folder = tmp_path / "a-file", tmp_path / "a-folder"
+    a_file.write_text("kept\n")
+    a_folder.mkdir()
+    wrong_kind = a_file if folder else a_folder
+    err = refused([*before, flag, str(wrong_kind)], capsys)
+    assert f"argument {flag}: {wrong_kind} is a {'file' if folder else 'folder'}: name a " in err
+    under_a_file = a_file / "sub" / "x"
+    err = refused([*before, flag, str(under_a_file)], capsys)
+    assert f"{a_file} is a file, so no folder can be made under it" in err
+    err = refused([*before, flag, "/proc/no-such-folder/x"], capsys)
+    assert "nothing can be written in /proc (No such file or directory); choose a path" in err
+    assert sorted(os.listdir(tmp_path)) == ["a-file", "a-folder"] and a_file.read_text() == "kept\n"
+    assert not os.listdir(a_folder)
+
+
+def test_a_writable_destination_is_taken_and_the_check_leaves_nothing(tmp_path):
+    from grader.frontends.commands import output_file, output_folder
+    nested = tmp_path / "new" / "deeper" / "report.html"
+    assert output_file(str(nested)) == str(nested) and output_folder(str(tmp_path / "out")) == str(tmp_path / "out")
+    assert os.listdir(tmp_path) == []        # made by the command when it writes, not by the check
+    assert output_file("/dev/stdout") == "/dev/stdout"     # a file that exists: its own permission decides
+
+
+def test_batch_refuses_to_write_into_the_submissions_folder_itself(tmp_path, config):
+    subs = tmp_path / "subs"
+    (subs / "alice").mkdir(parents=True)
+    with pytest.raises(BatchError, match=r"is the submissions folder itself.*e\.g\. --out .*subs-graded"):
+        run_batch(Options(submissions=str(subs), out=str(subs) + "/", names=("attention.causal_mask",)), config)
+    assert os.listdir(subs) == ["alice"]
