@@ -42,8 +42,10 @@ def aten_op(q):
 
 
 def unwrapped(q):
-    """Attack: the original the tripwire keeps in __wrapped__."""
-    return F.scaled_dot_product_attention.__wrapped__(q, q, q)
+    """Attack: the untripped original, dug out of the tripwire's closure."""
+    f = F.scaled_dot_product_attention
+    return next(c.cell_contents for c in f.__closure__ if getattr(c.cell_contents, "__name__", "") == f.__name__
+                and c.cell_contents is not f)(q, q, q)
 
 
 def c_nn(q):
@@ -59,7 +61,7 @@ def math_kernel(q):
 def in_thread(q):
     """Attack: the call in a helper thread."""
     out = []
-    t = threading.Thread(target=lambda: out.append(F.scaled_dot_product_attention.__wrapped__(q, q, q)))
+    t = threading.Thread(target=lambda: out.append(torch._C._nn.scaled_dot_product_attention(q, q, q)))
     t.start()
     t.join()
     return out[0]
@@ -69,7 +71,7 @@ def in_helper_process(q):
     """Attack: the call in a forked helper process, the answer sent back through a pipe."""
     r, w = os.pipe()
     if os.fork() == 0:
-        out = F.scaled_dot_product_attention.__wrapped__(q, q, q)
+        out = torch._C._nn.scaled_dot_product_attention(q, q, q)
         os.write(w, out.numpy().tobytes())
         os._exit(0)
     os.close(w)
@@ -272,7 +274,7 @@ def busy(q, seconds):
     """Forbidden, for a while: the kernel entered again and again."""
     end, out = time.monotonic() + seconds, q
     while time.monotonic() < end:
-        out = F.scaled_dot_product_attention.__wrapped__(q, q, q)
+        out = torch._C._nn.scaled_dot_product_attention(q, q, q)
     return out
 
 

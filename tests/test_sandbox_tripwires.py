@@ -156,6 +156,26 @@ def test_every_tensor_method_a_rule_patches_exists():
     assert asdict(rules.RELU)["patch"]
 
 
+def test_a_tripwire_does_not_hand_out_the_original_it_wraps():
+    """inspect.unwrap() and `__wrapped__`, the textbook ways past a decorator, find the tripwire itself
+    (the red team's xavier_uniform_ in glorot_uniform went that way); its name and signature are the
+    original's, for a student who reads them."""
+    import inspect
+    from grader.sandbox import tripwires
+
+    tripped = []
+    for original in (torch.nn.init.xavier_uniform_, torch.relu):      # a Python function, a builtin
+        wrapper = tripwires._wire(original, "x", lambda: tripped.append(original.__name__))
+        assert not hasattr(wrapper, "__wrapped__") and inspect.unwrap(wrapper) is wrapper
+        assert wrapper.__name__ == original.__name__
+        wrapper(torch.ones(2, 3))
+    assert tripped == ["xavier_uniform_", "relu"]
+    xavier = tripwires._wire(torch.nn.init.xavier_uniform_, "x", lambda: None)
+    assert inspect.signature(xavier) == inspect.signature(torch.nn.init.xavier_uniform_)
+    module = tripwires._wire(torch.autograd.graph, "x", lambda: None)     # an object watched method by method
+    assert not hasattr(module.increment_version, "__wrapped__")
+
+
 def test_a_target_two_rules_patch_records_both(tmp_path):
     """The second rule finds the target already replaced, so it wraps what is there (the zygote's
     wrapper of the first, grader.sandbox.tripwires.prepare), as two wrappers made in the child do."""

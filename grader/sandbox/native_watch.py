@@ -3,7 +3,7 @@ forbidden APIs that a submission cannot undo (SECURITY.md).
 
 A forbidden rule names the C++ functions of libtorch whose entry proves its use
 (`Forbidden.native`): `at::native::scaled_dot_product_attention` is entered by every route into
-the operator (F.scaled_dot_product_attention, the original a tripwire keeps in `__wrapped__`,
+the operator (F.scaled_dot_product_attention, the original a tripwire keeps in its closure,
 torch.ops.aten.*, torch._C._nn.*, another operator that decomposes into it). For each kernel the
 PARENT opens a uprobe perf event (Linux perf, the `uprobe` PMU) on a perf_event control group the
 child is in, one per CPU. The kernel then counts every entry into that function by any thread or
