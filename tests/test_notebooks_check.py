@@ -120,7 +120,7 @@ def test_in_place_edits_exceptions_and_prints_are_reported(config, capsys):
                        "torch.softmax((Q @ K.transpose(-2, -1)).masked_fill(~mask, float('-inf')), dim=-1)\n"
                        "    return w @ V, w\n", "scaled_dot_product_attention")
     result = check("attention.scaled_dot_product_attention", mutating, config=config)
-    assert "modified its input in place" in result.exercise.cases[0].message
+    assert "modified its input in place (Q)" in result.exercise.cases[0].message
 
 
 def test_html_escapes_what_the_student_printed(config):

@@ -49,7 +49,7 @@ def judged(x):
 
 def submit(tmp_path, double):
     folder = tmp_path / "sub"
-    folder.mkdir()
+    folder.mkdir(parents=True)
     (folder / "toy.py").write_text(SOURCE.replace("{double}", double))
     return folder
 
@@ -63,6 +63,18 @@ def test_right_and_wrong_answers_with_a_diagnosis(tmp_path, sandbox, config):
     assert judged.status is Status.FAILED and judged.cases[0].message == "not close", \
         (judged.status, judged.message)     # default atol is 1e-5
     assert from_dict(json.loads(json.dumps(to_dict(result)))) == result
+
+
+def test_an_input_changed_in_place_is_named_by_its_parameter(tmp_path, sandbox, config):
+    right = grade(str(submit(tmp_path / "a", "y = 2 * x\n    x.zero_()\n    return y")), [DOUBLE], config,
+                  sandbox=sandbox).exercises[0]
+    assert [c.failure for c in right.cases] == [FailureKind.MODIFIED_INPUT] * 2
+    assert right.cases[0].message.startswith("modified its input in place (x): work on new tensors")
+    wrong = grade(str(submit(tmp_path / "b", "x.mul_(3)\n    return x")), [DOUBLE], config,
+                  sandbox=sandbox).exercises[0]
+    assert [c.failure for c in wrong.cases] == [FailureKind.WRONG_ANSWER] * 2      # and why it may be wrong:
+    assert wrong.cases[0].message.endswith("\nit also modified its input in place (x): work on new tensors and "
+                                           "leave the inputs unchanged")
 
 
 def test_a_configured_tolerance_reaches_the_judge(tmp_path, sandbox, config):

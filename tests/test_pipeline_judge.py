@@ -77,6 +77,14 @@ def test_modifying_an_input_in_place_fails_a_right_answer():
     assert all(c.ok for c in r.comparisons)
 
 
+def test_a_wrong_answer_that_modified_its_input_says_both():
+    r = run(spec(), 3 * X, modified=("Q",))
+    assert r.status is Status.FAILED and r.failure is FailureKind.WRONG_ANSWER
+    assert r.message.startswith("5 of 6 values differ")
+    assert r.message.endswith("\nit also modified its input in place (Q): work on new tensors and leave the inputs "
+                              "unchanged")
+
+
 def test_a_localiser_adds_where_and_may_probe():
     calls = []
 

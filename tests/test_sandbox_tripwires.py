@@ -165,7 +165,7 @@ def test_a_tripwire_does_not_hand_out_the_original_it_wraps():
 
     tripped = []
     for original in (torch.nn.init.xavier_uniform_, torch.relu):      # a Python function, a builtin
-        wrapper = tripwires._wire(original, "x", lambda: tripped.append(original.__name__))
+        wrapper = tripwires._wire(original, "x", lambda name=original.__name__: tripped.append(name))
         assert not hasattr(wrapper, "__wrapped__") and inspect.unwrap(wrapper) is wrapper
         assert wrapper.__name__ == original.__name__
         wrapper(torch.ones(2, 3))

@@ -66,11 +66,13 @@ def _decide(spec: ExerciseSpec, case: Case, value: Any, ref: Any, tol: Tol, modi
     else:
         comps = compare_outputs(value, ref, spec.outputs, tol, spec.exact)
         verdict = Verdict(all(c.ok for c in comps), feedback.comparisons_message(comps), comps)
+    in_place = (f"modified its input in place ({', '.join(modified)}): work on new tensors and leave the inputs "
+                "unchanged")
     if verdict.ok and modified:
-        return _Decision(False, f"modified its input in place ({', '.join(modified)}): work on new tensors and "
-                         "leave the inputs unchanged", verdict.comparisons, FailureKind.MODIFIED_INPUT)
-    return _Decision(verdict.ok, verdict.message, verdict.comparisons,
-                     None if verdict.ok else FailureKind.WRONG_ANSWER)
+        return _Decision(False, in_place, verdict.comparisons, FailureKind.MODIFIED_INPUT)
+    also = [f"it also {in_place}"] if modified and not verdict.ok else []     # it may be why the values are wrong
+    message = "\n".join([m for m in [verdict.message] if m] + also)
+    return _Decision(verdict.ok, message, verdict.comparisons, None if verdict.ok else FailureKind.WRONG_ANSWER)
 
 
 def diagnose(spec: ExerciseSpec, case: Case, value: Any, ref: Any, tol: Tol) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.abc
+import inspect
 import io
 import os
 import socket
@@ -192,9 +193,26 @@ def _call(module, req, args, kwargs, rules, hits, driver, workdir) -> dict[str, 
         return {"ok": False, "hits": hits.items, "error": _error(exc, workdir),
                 "seconds": time.perf_counter() - start}
     seconds = time.perf_counter() - start
-    modified = [f"argument {i + 1}" for i, (b, a) in enumerate(zip(before[0], args)) if _changed(b, a)]
-    modified += [k for k, b in before[1].items() if _changed(b, kwargs[k])]
-    return {"ok": True, "value": value, "hits": hits.items, "modified": modified, "seconds": seconds}
+    return {"ok": True, "value": value, "hits": hits.items, "modified": modified_inputs(fn, before, args, kwargs),
+            "seconds": seconds}
+
+
+def modified_inputs(fn: Any, before: tuple[list, dict], args: tuple, kwargs: dict) -> list[str]:
+    """The inputs a call of `fn` changed in place (`before`: their snapshots), as the report names them."""
+    return ([_argument(fn, i) for i, (b, a) in enumerate(zip(before[0], args)) if _changed(b, a)]
+            + [k for k, b in before[1].items() if _changed(b, kwargs[k])])
+
+
+def _argument(fn: Any, i: int) -> str:
+    """How the report names positional argument `i` (from 0) of the student's function: its
+    parameter's name where it has one ("Q"), else its position ("argument 3")."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    if i < len(params) and params[i].kind in (params[i].POSITIONAL_ONLY, params[i].POSITIONAL_OR_KEYWORD):
+        return params[i].name[:40]
+    return f"argument {i + 1}"
 
 
 def main(sock_fd: int, out_fd: int, setup: dict[str, Any]) -> None:

@@ -32,7 +32,7 @@ import torch
 
 from grader import threads
 from grader.sandbox import tripwires, wire
-from grader.sandbox.child import _changed, _snapshot      # the sandbox's own in-place-edit check
+from grader.sandbox.child import _snapshot, modified_inputs      # the sandbox's own in-place-edit check
 from grader.sandbox.runner import Limits, Outcome
 
 _GRADER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -111,8 +111,7 @@ class InProcessSession:
         except BaseException as exc:         # SystemExit too: a student error, as in the sandbox
             return Outcome("error", error=_error(exc), hits=hits.items, seconds=time.perf_counter() - start)
         seconds = time.perf_counter() - start
-        modified = [f"argument {i + 1}" for i, (b, a) in enumerate(zip(before[0], args)) if _changed(b, a)]
-        modified += [k for k, b in before[1].items() if _changed(b, kwargs[k])]
+        modified = modified_inputs(fn, before, args, kwargs)
         try:
             value = wire.loads(wire.dumps(value))
         except wire.WireError as e:
