@@ -26,7 +26,9 @@ def test_shape_mismatch_is_reported_before_values():
 
 def test_dtype_mismatch():
     c = compare_tensor(torch.zeros(2, dtype=torch.float64), torch.zeros(2), "out", TOL)
-    assert not c.ok and "dtype float64 but expected float32" in c.problem
+    assert not c.ok and c.problem == "dtype float64 but expected float32 (keep the dtype of the inputs)"
+    mask = compare_tensor(torch.ones(2, 2), torch.ones(2, 2, dtype=torch.bool), "mask", TOL)   # causal_mask(T)
+    assert mask.problem == "dtype float32 but expected bool (return a torch.bool tensor)"
 
 
 def test_nan_where_reference_is_finite():
@@ -35,6 +37,22 @@ def test_nan_where_reference_is_finite():
     a[2] = float("nan")
     c = compare_tensor(a, e, "out", TOL)
     assert not c.ok and "1 NaN" in c.problem and c.worst_index == (2,)
+    assert c.problem == "1 NaN and 0 Inf values where the reference is finite, the first at [2]"
+
+
+def test_exact_outputs_say_where_the_first_difference_is():
+    """A mask (bool) or token ids (int): the terminal and Markdown reports show the problem line
+    alone, so it names the first element that differs, as the HTML report's mismatch list does."""
+    e = torch.tril(torch.ones(4, 4, dtype=torch.bool))
+    c = compare_tensor(torch.tril(torch.ones(4, 4, dtype=torch.bool), diagonal=-1), e, "mask", TOL)
+    assert c.problem == "4 of 16 values differ (25.0%); the first at [0, 0]: yours False, expected True"
+    ids = compare_tensor(torch.tensor([3, 7, 9]), torch.tensor([3, 8, 9]), "ids", TOL)
+    assert ids.problem == "1 of 3 values differ (33.3%); the first at [1]: yours 7, expected 8"
+
+
+def test_an_integer_too_large_for_a_float_is_a_wrong_value_not_a_crash():
+    (c,) = compare_outputs(10 ** 400, 10, ("t",), TOL)
+    assert not c.ok and c.kind.value == "values" and c.problem == "expected 10, got an integer of about 401 digits"
 
 
 def test_matching_infinities_and_nans_are_equal():

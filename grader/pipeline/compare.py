@@ -132,8 +132,10 @@ def compare_tensor(actual: Any, expected: torch.Tensor, name: str, tol: Tol, exa
         return Comparison(ok=False, kind=Kind.SHAPE,
                           problem=f"shape {tuple(actual.shape)} but expected {tuple(expected.shape)}", **base)
     if actual.dtype != expected.dtype:
-        return Comparison(ok=False, kind=Kind.DTYPE, problem=f"dtype {dt(actual)} but expected {dt(expected)} "
-                          "(keep the dtype of the inputs)", **base)
+        fix = ("keep the dtype of the inputs" if expected.is_floating_point()
+               else f"return a torch.{dt(expected)} tensor")
+        return Comparison(ok=False, kind=Kind.DTYPE, problem=f"dtype {dt(actual)} but expected {dt(expected)} ({fix})",
+                          **base)
     if exact or expected.dtype in (torch.bool, torch.int64, torch.int32, torch.uint8, torch.int8, torch.int16):
         return _compare_exact(actual, expected, base)
     return _compare_close(actual, expected, tol, base)
@@ -147,7 +149,10 @@ def _compare_exact(actual: torch.Tensor, expected: torch.Tensor, base: dict[str,
     ok = not bool(diff.any())
     mism = tuple(Mismatch(tuple(int(i) for i in idx), _num(actual[tuple(idx)]), _num(expected[tuple(idx)]))
                  for idx in diff.nonzero()[:MAX_LISTED])
-    problem = "" if ok else f"{int(diff.sum())} of {diff.numel()} values differ ({frac:.1%})"
+    shown = (lambda v: str(bool(v))) if expected.dtype == torch.bool else (lambda v: f"{v:g}")  # noqa: E731
+    first = (f"; the first at {list(mism[0].index)}: yours {shown(mism[0].actual)}, expected "
+             f"{shown(mism[0].expected)}" if mism else "")
+    problem = "" if ok else f"{int(diff.sum())} of {diff.numel()} values differ ({frac:.1%}){first}"
     return Comparison(ok=ok, kind=Kind.OK if ok else Kind.VALUES, problem=problem, mismatch_fraction=frac,
                       mismatches=mism, **base)
 
@@ -196,7 +201,10 @@ def _compare_close(actual: torch.Tensor, expected: torch.Tensor, tol: Tol, base:
     if n_bad == 0:
         return Comparison(ok=True, kind=Kind.OK, **figures, **base)
     if n_nan or n_inf:
-        kind, problem = Kind.NONFINITE, f"{n_nan} NaN and {n_inf} Inf values where the reference is finite"
+        counted = (numpy.isnan(a) & ~numpy.isnan(e)) | (numpy.isinf(a) & ~numpy.isinf(e))     # as n_nan, n_inf
+        at = _unravel(int(numpy.flatnonzero(counted)[0]), shape)
+        kind, problem = Kind.NONFINITE, (f"{n_nan} NaN and {n_inf} Inf values where the reference is finite, "
+                                         f"the first at {list(at)}")
     else:
         kind, problem = Kind.VALUES, (f"{n_bad} of {e.size} values differ ({n_bad / e.size:.1%}); max abs "
                                       f"error {max_abs:.3g} at {list(worst_index)} (tolerance {atol:g} + "
