@@ -1,6 +1,7 @@
 """Where a command writes is checked before anything runs: a folder given for a file, a file for a
 folder, a place where nothing can be written is a usage error (exit 2, the flag, the path and why),
-never a traceback after the grading; and checking leaves nothing behind."""
+never a traceback after the grading; and checking leaves nothing behind. A batch says what it found
+when it found no student."""
 import os
 
 import pytest
@@ -65,3 +66,19 @@ def test_batch_refuses_to_write_into_the_submissions_folder_itself(tmp_path, con
     with pytest.raises(BatchError, match=r"is the submissions folder itself.*e\.g\. --out .*subs-graded"):
         run_batch(Options(submissions=str(subs), out=str(subs) + "/", names=("attention.causal_mask",)), config)
     assert os.listdir(subs) == ["alice"]
+
+
+def test_a_batch_that_finds_no_student_says_what_a_class_is(tmp_path, config):
+    one, empty = tmp_path / "hw3", tmp_path / "empty"
+    one.mkdir()
+    empty.mkdir()
+    (one / "attention.py").write_text("import torch\n")
+    said = run_batch(Options(submissions=str(one), out=str(tmp_path / "a"), names=("attention.causal_mask",),
+                             jobs=1), config)
+    assert said.students == 0 and said.notes[-1] == (
+        f"no submissions in {one}, but modules of its own (attention.py): a class is one folder or .zip per "
+        f"student; to grade this one, run grader check --submission {one}")
+    said = run_batch(Options(submissions=str(empty), out=str(tmp_path / "b"), names=("attention.causal_mask",),
+                             jobs=1), config)
+    assert said.notes == [f"no submissions in {empty}: a class is one folder or .zip per student, or nbgrader's "
+                          "submitted/"]
