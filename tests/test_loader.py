@@ -1,5 +1,6 @@
 """Submissions as folders, zips and single files; salvage of modules that will not import."""
 import ast
+import json
 import zipfile
 
 import pytest
@@ -55,3 +56,72 @@ def test_a_corrupt_notebook_costs_only_its_module(tmp_path):
     sub = load_submission(str(tmp_path))
     assert sub.files == {"attention": "x = 1\n"}
     assert len(sub.problems) == 1 and "tokens.ipynb" in sub.problems[0]
+
+
+def test_a_source_saved_as_utf16_or_holding_null_bytes_is_graded_and_said(tmp_path):
+    (tmp_path / "attention.py").write_bytes("x = 'é'\n".encode("utf-16"))
+    (tmp_path / "tokens.py").write_bytes(b"a = 1\nb = \x002\n\x00\n")
+    sub = load_submission(str(tmp_path))
+    assert sub.files == {"attention": "x = 'é'\n", "tokens": "a = 1\nb = 2\n\n"}
+    assert sub.problems == ("attention.py: saved as UTF-16 text, graded as such; save it as UTF-8 (your editor's "
+                            "encoding setting), the encoding Python reads",
+                            "tokens.py: null bytes (\\x00) on lines 2, 3, removed before grading (Python refuses "
+                            "them); delete them from the file")
+
+
+def test_a_linked_module_and_modules_in_a_folder_inside_are_pointed_out(tmp_path):
+    (tmp_path / "real.py").write_text("x = 1\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "attention.py").symlink_to(tmp_path / "real.py")
+    assert load_submission(str(tmp_path / "sub")).problems == (
+        "attention.py: a symbolic link, not a file: put the file itself in the submission",)
+    (tmp_path / "hw" / "hw3").mkdir(parents=True)
+    (tmp_path / "hw" / "hw3" / "attention.py").write_text("x = 1\n")
+    assert load_submission(str(tmp_path / "hw")).problems == (
+        "hw: no .py modules found (expected files such as attention.py, or notebooks such as attention.ipynb); "
+        "found hw3/attention.py in a folder inside: put the modules at the top of the submission",)
+
+
+def test_a_zip_says_what_it_passed_over_and_grades_its_notebooks(tmp_path):
+    z = tmp_path / "s.zip"
+    with zipfile.ZipFile(z, "w") as f:
+        f.writestr("hw/old/attention.py", "old = 1\n")
+        f.writestr("hw/attention.py", "new = 1\n")
+        f.writestr("hw/big.py", "x" * (3 << 20))
+        link = zipfile.ZipInfo("hw/rnn.py")
+        link.external_attr = (0o120777 << 16)
+        f.writestr(link, "/etc/passwd")
+        f.writestr("hw/tokens.ipynb", json.dumps({"cells": [{"cell_type": "code", "source": "t = 1\n"}]}))
+    sub = load_submission(str(z))
+    assert sub.files["attention"] == "new = 1\n" and "t = 1" in sub.files["tokens"] and set(sub.files) == {
+        "attention", "tokens"}
+    assert sub.origin["tokens"] == "hw/tokens.ipynb"
+    assert sub.problems == (
+        "hw/big.py: larger than 2 MiB; a source file this big is not an exercise",
+        "hw/rnn.py: a symbolic link in the archive, not a file: zip the file itself (zip -r without -y)",
+        "hw/attention.py: graded; the archive holds more than one attention.py, and hw/old/attention.py was passed "
+        "over (the one nearest the top is graded)")
+
+
+def test_what_a_submission_holds_together_is_bounded(tmp_path, monkeypatch):
+    from grader.submission import loader
+    monkeypatch.setattr(loader, "MAX_TOTAL", 10)
+    (tmp_path / "attention.py").write_text("x = 1\n")
+    (tmp_path / "tokens.py").write_text("y = 22\n")
+    sub = load_submission(str(tmp_path))
+    assert list(sub.files) == ["attention"] and sub.problems[0].startswith("tokens.py: passed over: with it the "
+                                                                           "submission's files would hold more than")
+
+
+def test_a_module_not_graded_is_explained_by_what_the_loader_said_or_a_near_name():
+    from grader.pipeline.engine import _no_module
+    from grader.submission.loader import Submission
+    sub = Submission("s", {"Attention": "", "tokens (1)": ""}, {"Attention": "Attention.py",
+                                                                 "tokens (1)": "tokens (1).py"},
+                     ("rnn.ipynb: not a readable Jupyter notebook: its JSON is broken",))
+    assert _no_module(sub, "attention") == "your submission has no attention.py, but it has Attention.py: name it " \
+                                           "attention.py"
+    assert _no_module(sub, "tokens") == "your submission has no tokens.py, but it has tokens (1).py: name it tokens.py"
+    assert _no_module(sub, "rnn") == ("your rnn module was not graded: rnn.ipynb: not a readable Jupyter notebook: "
+                                      "its JSON is broken")
+    assert _no_module(sub, "gru") == "your submission has no gru.py: add the module (start from exercises/gru.py)"

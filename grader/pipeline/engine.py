@@ -26,6 +26,8 @@ Then, for the whole submission, one exercise at a time:
 """
 from __future__ import annotations
 
+import os
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -40,7 +42,7 @@ from grader.pipeline.run import CaseRunner
 from grader.results import ExerciseResult, Status, SubmissionResult
 from grader.sandbox.provision import remove_stale_workdirs
 from grader.sandbox.runner import Limits, Sandbox
-from grader.submission.loader import SubmissionError, load_submission
+from grader.submission.loader import Submission, SubmissionError, load_submission
 from grader.timing import stage as performance
 
 # Front-ends and tools import these from here: the engine is the pipeline's public face.
@@ -109,6 +111,21 @@ def _guarded(spec: ExerciseSpec, ctx: Context) -> ExerciseResult:
         return scoring.grader_fault(spec, ctx.config, e)
 
 
+def _no_module(sub: Submission, module: str) -> str:
+    """Why `module` is not graded: what the loader said of its file, or a file by a near name
+    ("Attention.py", "attention (1).py"), or that the submission lacks it."""
+    said = next((p for p in sub.problems if os.path.basename(p.split(": ", 1)[0]) in (f"{module}.py",
+                                                                                       f"{module}.ipynb")), "")
+    if said:
+        return f"your {module} module was not graded: {said}"
+    plain = {m: re.sub(r"[^a-z0-9_]", "", m.lower()) for m in sub.files}
+    near = sorted(sub.origin.get(m, m) for m, p in plain.items() if p.startswith(module) and
+                  (p[len(module):].isdigit() or p == module))
+    if near:
+        return f"your submission has no {module}.py, but it has {near[0]}: name it {module}.py"
+    return f"your submission has no {module}.py: add the module (start from exercises/{module}.py)"
+
+
 def _unreadable(path: str, specs: list[ExerciseSpec], config: Config, message: str,
                 start: float) -> SubmissionResult:
     exercises = tuple(scoring.unscored(s, config, Status.ERROR, message) for s in specs)
@@ -124,8 +141,7 @@ def grade_exercise(spec: ExerciseSpec, ctx: Context) -> ExerciseResult:
                 source_file=sub.origin.get(spec.module, f"{spec.module}.py"),
                 source_line=static.function_line(sub.files.get(spec.module, ""), spec.function))
     if spec.module not in sub.files:
-        return ExerciseResult(status=Status.ERROR, points=0.0, message=f"your submission has no {spec.module}.py: "
-                              f"add the module (start from exercises/{spec.module}.py)", **base)
+        return ExerciseResult(status=Status.ERROR, points=0.0, message=_no_module(sub, spec.module), **base)
     hits = static.forbidden_hits(sub.files[spec.module], spec.function, spec.forbidden, replaced=tuple(spec.depends))
     if hits:
         return ExerciseResult(status=Status.FORBIDDEN, points=0.0, seconds=time.monotonic() - start,

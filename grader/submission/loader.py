@@ -12,12 +12,13 @@ from __future__ import annotations
 import ast
 import os
 import re
+import stat
 import zipfile
 from dataclasses import dataclass, field
 
 from grader.errors import SubmissionError
-from grader.submission.limits import MAX_FILE, MAX_FILES
-from grader.submission.notebook import notebook_source
+from grader.submission.limits import MAX_FILE, MAX_FILES, MAX_TOTAL
+from grader.submission.notebook import MAX_NOTEBOOK, notebook_source
 
 __all__ = ["Submission", "SubmissionError", "load_submission", "on_disk", "salvage", "salvage_for_importers"]
 
@@ -55,26 +56,44 @@ def load_submission(path: str) -> Submission:
     if path.endswith(".zip"):
         return _from_zip(path)
     name = shown_name(path)
+    module, problems = os.path.splitext(name)[0], []
     if path.endswith(".ipynb"):
-        module = os.path.splitext(name)[0]
         return Submission(path, {module: _notebook(path, name)}, {module: name})
     if path.endswith(".py"):
-        module = os.path.splitext(name)[0]
-        return Submission(path, {module: _read(path, name)}, {module: name})
+        return Submission(path, {module: _read(path, name, problems)}, {module: name}, tuple(problems))
     raise SubmissionError(f"{name}: not a folder, .zip, .py or .ipynb file")
 
 
-def _read(path: str, shown: str) -> str:
+def _read(path: str, shown: str, problems: list[str]) -> str:
     if os.path.getsize(path) > MAX_FILE:
         raise SubmissionError(f"{shown}: larger than {MAX_FILE >> 20} MiB; a source file this big is not an exercise")
     with open(path, "rb") as f:
-        return f.read().decode("utf-8", "replace")
+        return _text(f.read(), shown, problems)
 
 
-def _notebook(path: str, shown: str) -> str:
+def _text(data: bytes, shown: str, problems: list[str]) -> str:
+    """A source file's bytes as the text Python would read, and what it took said in `problems`: a
+    UTF-16 file (Windows editors save it so) decoded as such, null bytes (which Python refuses
+    anywhere in a source) removed; any other byte that is not UTF-8 shown as U+FFFD."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        problems.append(f"{shown}: saved as UTF-16 text, graded as such; save it as UTF-8 (your editor's "
+                        "encoding setting), the encoding Python reads")
+        text = data.decode("utf-16", "replace")
+    else:
+        text = data.decode("utf-8", "replace")
+    if "\x00" in text:
+        lines = [str(n) for n, line in enumerate(text.split("\n"), 1) if "\x00" in line]
+        problems.append(f"{shown}: null bytes (\\x00) on line{'s' if len(lines) > 1 else ''} "
+                        f"{', '.join(lines[:5])}{', ...' if len(lines) > 5 else ''}, removed before grading "
+                        "(Python refuses them); delete them from the file")
+        text = text.replace("\x00", "")
+    return text
+
+
+def _notebook(path: str, shown: str, raw: bytes | None = None) -> str:
     """notebook_source(path), its errors naming the notebook as `shown` (they start "<path>: ")."""
     try:
-        return notebook_source(path)
+        return notebook_source(path, raw)
     except SubmissionError as e:
         text = str(e)
         raise SubmissionError(shown + text[len(path):] if text.startswith(path + ": ") else text) from None
@@ -83,23 +102,60 @@ def _notebook(path: str, shown: str) -> str:
 def _from_dir(path: str) -> Submission:
     """Modules from `*.py` files, and from `*.ipynb` notebooks for modules without a `.py`.
     An unreadable notebook is a problem of that module only, not of the whole folder."""
-    files, origin, problems = {}, {}, []
+    files, origin, problems, room = {}, {}, [], _Room()
     names = sorted(os.listdir(path))[:MAX_FILES]
     for name in names:
         full = os.path.join(path, name)
-        if name.endswith(".py") and os.path.isfile(full) and not os.path.islink(full):
-            files[name[:-3]], origin[name[:-3]] = _read(full, name), name
+        if name.endswith((".py", ".ipynb")) and os.path.islink(full):
+            problems.append(f"{name}: a symbolic link, not a file: put the file itself in the submission")
+        elif name.endswith(".py") and os.path.isfile(full) and room.takes(name, os.path.getsize(full), problems):
+            files[name[:-3]], origin[name[:-3]] = _read(full, name, problems), name
     for name in names:
         full = os.path.join(path, name)
-        if name.endswith(".ipynb") and name[:-6] not in files and os.path.isfile(full):
+        if name.endswith(".ipynb") and name[:-6] not in files and os.path.isfile(full) and not os.path.islink(full) \
+                and room.takes(name, os.path.getsize(full), problems):
             try:
                 files[name[:-6]], origin[name[:-6]] = _notebook(full, name), name
             except SubmissionError as e:
                 problems.append(str(e))
     if not files and not problems:
-        problems.append(f"{shown_name(path)}: no .py modules found (expected files such as attention.py, "
-                        "or notebooks such as attention.ipynb)")
+        nested = _nested(path, names)
+        problems.append(f"{shown_name(path)}: no .py modules found (expected files such as attention.py, or "
+                        "notebooks such as attention.ipynb)" + (f"; found {', '.join(nested)} in a folder inside: "
+                                                                "put the modules at the top of the submission"
+                                                                if nested else ""))
     return Submission(path, files, origin, tuple(problems))
+
+
+class _Room:
+    """What is left of MAX_TOTAL, the bytes a submission's files may hold together."""
+
+    def __init__(self) -> None:
+        self.left = MAX_TOTAL
+
+    def takes(self, name: str, size: int, problems: list[str]) -> bool:
+        """Whether a file of `size` bytes is read; one that is not is said in `problems`."""
+        if size > self.left:
+            problems.append(f"{name}: passed over: with it the submission's files would hold more than "
+                            f"{MAX_TOTAL >> 20} MiB; clear the notebooks' outputs and leave out what is not an "
+                            "exercise")
+            return False
+        self.left -= size
+        return True
+
+
+def _nested(path: str, names: list[str]) -> list[str]:
+    """Up to three modules one or two folders down (a folder handed in inside the submission)."""
+    found: list[str] = []
+    for name in names:
+        for root, dirs, inner in os.walk(os.path.join(path, name)):
+            depth = os.path.relpath(root, path).count(os.sep)
+            dirs[:] = sorted(dirs)[:MAX_FILES] if depth < 1 else []
+            found += [os.path.relpath(os.path.join(root, f), path) for f in sorted(inner)[:MAX_FILES]
+                      if f.endswith((".py", ".ipynb"))]
+            if len(found) >= 3:
+                return found[:3]
+    return found
 
 
 def _from_zip(path: str) -> Submission:
@@ -109,24 +165,54 @@ def _from_zip(path: str) -> Submission:
         infos = [i for i in zf.infolist() if not i.is_dir()]
     except (zipfile.BadZipFile, OSError) as e:
         raise SubmissionError(f"{shown}: not a readable zip archive ({e}); re-create it with `zip -r`") from None
-    files, origin = {}, {}
+    files, origin, problems, passed_over, room = {}, {}, [], {}, _Room()
+    notebooks = {}
     with zf:
         for info in infos[: MAX_FILES * 5]:
             name = info.filename
             base = os.path.basename(name)
-            if "__MACOSX" in name or not base.endswith(".py") or base.startswith("."):
+            if "__MACOSX" in name or not base.endswith((".py", ".ipynb")) or base.startswith("."):
                 continue
-            if info.file_size > MAX_FILE:
+            if stat.S_ISLNK(info.external_attr >> 16):
+                problems.append(f"{name}: a symbolic link in the archive, not a file: zip the file itself "
+                                "(zip -r without -y)")
+                continue
+            limit = MAX_NOTEBOOK if base.endswith(".ipynb") else MAX_FILE
+            if info.file_size > limit:
+                problems.append(f"{name}: larger than {limit >> 20} MiB; a source file this big is not an exercise")
+                continue
+            if not room.takes(name, info.file_size, problems):
                 continue
             try:
-                source = zf.read(info).decode("utf-8", "replace")
+                data = zf.read(info)
             except Exception as e:   # corrupt member
                 raise SubmissionError(f"{shown}: member {name} cannot be read ({e})") from None
-            module = base[:-3]
+            if base.endswith(".ipynb"):
+                notebooks.setdefault(base[:-6], []).append((name, data))
+                continue
+            source, module = _text(data, name, problems), base[:-3]
             if module not in files or name.count("/") < origin[module].count("/"):
+                if module in files:
+                    passed_over.setdefault(module, []).append(origin[module])
                 files[module], origin[module] = source, name
-    problems = () if files else (f"{shown}: the archive holds no .py modules",)
-    return Submission(path, files, origin, problems)
+            else:
+                passed_over.setdefault(module, []).append(name)
+        for module, found in notebooks.items():       # for modules without a .py, as in a folder
+            if module in files:
+                continue
+            name, data = min(found, key=lambda f: f[0].count("/"))
+            if len(found) > 1:
+                passed_over[module] = [n for n, _ in found if n != name]
+            try:
+                files[module], origin[module] = _notebook(name, name, data), name
+            except SubmissionError as e:
+                problems.append(str(e))
+    problems += [f"{origin[m]}: graded; the archive holds more than one {os.path.basename(origin[m])}, and "
+                 f"{', '.join(sorted(others)[:3])} {'were' if len(others) > 1 else 'was'} passed over (the one "
+                 "nearest the top is graded)" for m, others in sorted(passed_over.items()) if m in origin]
+    if not files and not problems:
+        problems.append(f"{shown}: the archive holds no .py modules or .ipynb notebooks")
+    return Submission(path, files, origin, tuple(problems))
 
 
 _SAFE_TOP = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)

@@ -36,9 +36,10 @@ _HELP = re.compile(r"^\s*[\w.]+\s*\?\??\s*$")
 FIX = "open it in Jupyter, save it (File > Save), and hand in the .ipynb file again"
 
 
-def notebook_source(path: str) -> str:
-    """The Python source of the notebook at `path` (see the module docstring for what is kept)."""
-    cells, language = _read_cells(path)
+def notebook_source(path: str, raw: bytes | None = None) -> str:
+    """The Python source of the notebook at `path`, or of its bytes `raw` (a member of a zip named
+    `path`; see the module docstring for what is kept)."""
+    cells, language = _read_cells(path, raw)
     if language and language.lower() not in ("python", "python3", "ipython", "ipython3"):
         raise SubmissionError(f"{path}: a {language} notebook, not a Python one: the exercises are Python; "
                               "start from the course's notebook (its kernel is Python 3)")
@@ -64,13 +65,14 @@ def notebook_source(path: str) -> str:
     return source
 
 
-def _read_cells(path: str) -> tuple[list[dict], str]:
+def _read_cells(path: str, raw: bytes | None = None) -> tuple[list[dict], str]:
     try:
-        if os.path.getsize(path) > MAX_NOTEBOOK:
+        if raw is None and os.path.getsize(path) > MAX_NOTEBOOK:
             raise SubmissionError(f"{path}: larger than {MAX_NOTEBOOK >> 20} MiB; clear its outputs "
                                   "(Kernel > Restart & Clear Output), save, and hand it in again")
-        with open(path, "rb") as f:
-            raw = f.read()
+        if raw is None:
+            with open(path, "rb") as f:
+                raw = f.read()
     except OSError as e:
         raise SubmissionError(f"{path}: cannot be read ({e.strerror or e})") from None
     if not raw.strip():
