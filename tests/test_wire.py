@@ -1,4 +1,5 @@
 """The sandbox's wire format: round trips data, rebuilds plain tensors, rejects lies, never unpickles."""
+import re
 import struct
 
 import pytest
@@ -237,3 +238,15 @@ def test_the_costliest_header_the_bounds_admit_costs_the_reader_under_100_mb():
     os.close(read)
     assert status == 0 and len(costs_kb) == 2, costs_kb
     assert all(kb < 100 << 10 for kb in costs_kb), costs_kb
+
+
+@pytest.mark.parametrize("value,said", [
+    (torch.eye(3).to_sparse(), "a sparse_coo tensor cannot be returned: return a dense one (.to_dense())"),
+    (torch.eye(3).to_sparse_csr(), "a sparse_csr tensor cannot be returned: return a dense one (.to_dense())"),
+    (torch.empty(3, device="meta"), "a tensor on the meta device holds no values and cannot be returned"),
+    (torch.nested.nested_tensor([torch.ones(2), torch.ones(3)]), "a nested tensor cannot be returned: return a "
+                                                                 "regular tensor"),
+])
+def test_tensors_without_plain_values_are_refused_with_what_to_return(value, said):
+    with pytest.raises(wire.WireError, match=re.escape(said)):
+        wire.dumps(value)

@@ -59,6 +59,15 @@ def _encode(obj: Any, buffers: list[bytes], depth: int = 0) -> Any:
         kind = type(obj).__module__ + "." + type(obj).__qualname__
         if str(t.dtype) not in _DTYPES:
             raise WireError(f"tensors of dtype {t.dtype} cannot be returned")
+        if t.is_nested:
+            raise WireError("a nested tensor cannot be returned: return a regular tensor (torch.stack, or pad "
+                            "to one shape)")
+        if t.layout != torch.strided:
+            raise WireError(f"a {str(t.layout).replace('torch.', '')} tensor cannot be returned: return a dense "
+                            "one (.to_dense())")
+        if t.device.type == "meta":
+            raise WireError("a tensor on the meta device holds no values and cannot be returned: compute it from "
+                            "the inputs, on their device")
         # reshape(-1) after contiguous(): 0-d tensors and size-1 dims with odd strides view cleanly
         t = torch.Tensor.contiguous(torch.Tensor.cpu(t.as_subclass(torch.Tensor))).reshape(-1)
         buffers.append(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
