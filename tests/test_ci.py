@@ -85,6 +85,9 @@ def test_score_threshold_policy(student):
     assert p.returncode == 0 and "policy: at least 1.8 of 3 points — 2: met" in p.stdout, p.stdout + p.stderr
     p = grader("ci", *NAMES, "--min-score", "2.5", cwd=student)
     assert p.returncode == 1 and "not met" in p.stdout
+    p = grader("ci", *NAMES, "--min-score", "150", cwd=student)       # refused before grading
+    assert p.returncode == 2 and "--min-score 150: more than the 3 points the graded exercises are worth" in p.stderr
+    assert "Traceback" not in p.stderr
 
 
 def test_a_tampered_configuration_or_grader_is_refused(student):

@@ -57,6 +57,16 @@ def _policy(text: str | None):
     return (lambda top: value / 100 * top) if text.endswith("%") else (lambda top: value)
 
 
+def _reachable(min_score: str, names: list[str], config) -> None:
+    """--min-score in points no submission could reach is a usage error, said before grading."""
+    from grader.catalog import select
+    from grader.pipeline import scoring
+    top = sum(scoring.max_points(s, config) for s in select(list(names)) if config.exercise(s.id).enabled)
+    if float(min_score) > top:
+        raise UsageError(f"--min-score {min_score}: more than the {top:g} points the graded exercises are worth; "
+                         f"give at most {top:g} points, or a percentage (70%)")
+
+
 def _seed_from_file(path: str | None) -> int | None:
     if not path:
         return None
@@ -90,6 +100,8 @@ def run(args) -> int:
     _check_pins(args)
     policy = _policy(args.min_score)
     config = config_from(args, secret_seed=_seed_from_file(args.secret_seed_file))
+    if policy is not None and not args.min_score.endswith("%"):
+        _reachable(args.min_score, args.names, config)
     # The secret is in `config` now; drop it from the environment too. The sandbox's child never
     # sees the variable (grader.sandbox.provision.child_environment passes an allow-list), and
     # nothing else this process runs needs it.
