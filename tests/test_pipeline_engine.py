@@ -77,6 +77,15 @@ def test_an_input_changed_in_place_is_named_by_its_parameter(tmp_path, sandbox, 
                                            "leave the inputs unchanged")
 
 
+def test_a_function_defined_twice_is_graded_as_python_keeps_it_and_said(tmp_path, sandbox, config):
+    result = grade(str(submit(tmp_path, "return 3 * x\n\n\ndef double(x):\n    return 2 * x")), [DOUBLE], config,
+                   sandbox=sandbox).exercises[0]
+    first = SOURCE.splitlines().index("def double(x):") + 1
+    assert result.status is Status.PASSED and result.source_line == first + 4       # the last, as Python keeps
+    assert result.notes[-1] == (f"double is defined 2 times in toy.py (lines {first}, {first + 4}): Python keeps the "
+                                f"last, line {first + 4}, and that is the one graded; delete the others")
+
+
 def test_a_configured_tolerance_reaches_the_judge(tmp_path, sandbox, config):
     loose = dataclasses.replace(config, exercises={**config.exercises, "toy.judged": ExerciseConfig(atol=1e-2)})
     result = grade(str(submit(tmp_path, "return 2 * x")), [DOUBLE, JUDGED], loose, sandbox=sandbox)

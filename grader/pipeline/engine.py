@@ -111,6 +111,16 @@ def _guarded(spec: ExerciseSpec, ctx: Context) -> ExerciseResult:
         return scoring.grader_fault(spec, ctx.config, e)
 
 
+def _defined_again(spec: ExerciseSpec, sub: Submission) -> tuple[str, ...]:
+    """A note when the module defines the exercise's function more than once: the last one is graded."""
+    lines = static.function_lines(sub.files[spec.module], spec.function)
+    if len(lines) < 2:
+        return ()
+    return (f"{spec.function} is defined {len(lines)} times in {sub.origin.get(spec.module, spec.module + '.py')} "
+            f"(lines {', '.join(map(str, lines))}): Python keeps the last, line {lines[-1]}, and that is the one "
+            "graded; delete the others",)
+
+
 def _no_module(sub: Submission, module: str) -> str:
     """Why `module` is not graded: what the loader said of its file, or a file by a near name
     ("Attention.py", "attention (1).py"), or that the submission lacks it."""
@@ -162,7 +172,8 @@ def grade_exercise(spec: ExerciseSpec, ctx: Context) -> ExerciseResult:
     finally:
         output, truncated = runner.close()
     results = precision.annotate(results)   # needs every case: float64 misses of float32's size
-    ran = dict(cases=tuple(results), notes=(*load.notes, *runner.notes()), output=output, output_truncated=truncated)
+    ran = dict(cases=tuple(results), notes=(*load.notes, *runner.notes(), *_defined_again(spec, sub)), output=output,
+               output_truncated=truncated)
     if runner.forbidden_hits:
         return ExerciseResult(status=Status.FORBIDDEN, points=0.0, seconds=time.monotonic() - start,
                               message=forbidden.runtime_message(spec, runner.forbidden_hits, load.files),
