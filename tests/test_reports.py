@@ -186,3 +186,16 @@ def test_a_huge_exception_message_is_cut_with_a_count():
     from grader.pipeline.feedback import error_message
     text = error_message({"type": "ValueError", "message": "x" * 50_000, "traceback": "tb"}, 2048)
     assert len(text) < 700 and text.startswith("ValueError: xxx") and "(49400 more characters)" in text
+
+
+def test_a_call_that_does_not_fit_the_students_function_says_to_keep_the_stubs_parameters():
+    from grader.pipeline.feedback import error_message
+    for said in ("causal_mask() missing 1 required positional argument: 'device'",
+                 "causal_mask() takes 0 positional arguments but 1 was given",
+                 "causal_mask() got an unexpected keyword argument 'T'"):
+        text = error_message({"type": "TypeError", "message": said, "traceback": ""}, 2048,
+                             called="attention.causal_mask")
+        assert text == (f"TypeError: {said}\nthe grader calls causal_mask with the arguments this case lists, as "
+                        "the exercise's stub (exercises/attention.py) declares them: keep its parameters")
+    inner = {"type": "TypeError", "message": "softmax() missing 1 required positional argument", "traceback": ""}
+    assert error_message(inner, 2048, called="attention.causal_mask") == f"TypeError: {inner['message']}"

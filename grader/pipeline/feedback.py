@@ -7,6 +7,7 @@ from __future__ import annotations
 import builtins
 import inspect
 import os
+import re
 import traceback
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -184,8 +185,20 @@ def error_kind(error: dict[str, str]) -> FailureKind:
     return FailureKind.EXCEPTION
 
 
-def error_message(error: dict[str, str], memory_mb: int) -> str:
-    """The public message of an exception: its class, its message and the student's traceback."""
+def _signature_said(error: dict[str, str], exercise: str) -> str:
+    """What to do when the call itself did not fit the student's function (Python's TypeError
+    "f() missing 1 required positional argument", "f() takes 0 positional arguments ..."); "" else."""
+    module, _, function = exercise.partition(".")
+    if not function or error.get("type") != "TypeError" or \
+            not re.match(rf"{re.escape(function)}\(\) (missing|takes|got)\b", error.get("message", "")):
+        return ""
+    return (f"\nthe grader calls {function} with the arguments this case lists, as the exercise's stub "
+            f"(exercises/{module}.py) declares them: keep its parameters")
+
+
+def error_message(error: dict[str, str], memory_mb: int, called: str = "") -> str:
+    """The public message of an exception: its class, its message and the student's traceback
+    (`called`: the exercise whose function the call was, for a call that did not fit it)."""
     kind, msg = error.get("type", "Exception"), error.get("message", "")
     what = error_kind(error)
     if what is FailureKind.OUT_OF_MEMORY:
@@ -193,5 +206,5 @@ def error_message(error: dict[str, str], memory_mb: int) -> str:
     if what in (FailureKind.SYS_EXIT, FailureKind.INTERRUPT):
         return words(what, Facts())
     tb = error.get("traceback", "")
-    text = f"{kind}: {shorten(msg)}" if msg else kind
+    text = (f"{kind}: {shorten(msg)}" if msg else kind) + _signature_said(error, called)
     return f"{text}\n{tb}" if tb else text

@@ -233,7 +233,7 @@ class CaseRunner:
             return self._failed(case, FailureKind.MISSING_FUNCTION, self._missing_message(), seconds, facts=facts)
         kind = feedback.error_kind(outcome.error)
         message = None if kind is FailureKind.NOT_IMPLEMENTED else \
-            feedback.error_message(outcome.error, self.ctx.config.memory_mb)
+            feedback.error_message(outcome.error, self.ctx.config.memory_mb, called=self.spec.id)
         return self._failed(case, kind, message, seconds, facts=facts)
 
     def _limit_said(self, applied: float, first: bool) -> str:
