@@ -21,6 +21,7 @@ MISTAKES = [
     ("attention.scaled_dot_product_attention", "mask_inverted", "mask inverted"),
     ("attention.scaled_dot_product_attention", "masked_zero", "masked scores set to 0 instead of -inf"),
     ("attention.scaled_dot_product_attention", "mask_transposed", "mask transposed"),
+    ("attention.scaled_dot_product_attention", "mask_ignored", "mask ignored"),
     ("attention.multi_head_attention", "no_transpose", "heads split without a transpose"),
     ("attention.multi_head_attention", "merge_no_transpose", "heads merged without a transpose"),
     ("attention.multi_head_attention", "no_output_projection", "missing output projection"),

@@ -97,6 +97,7 @@ def _sdpa_mistake(**kw):
         d_k, d_v = Q.shape[-1], V.shape[-1]
         scale = {"none": 1.0, "d_k": 1.0 / d_k, "d_v": 1.0 / math.sqrt(d_v)}.get(kw.get("scale"), 1 / math.sqrt(d_k))
         m = mask.transpose(-2, -1) if kw.get("transpose") and mask is not None else mask
+        m = None if kw.get("ignore_mask") else m
         return _attention(Q.double(), K.double(), V.double(), m, scale, dim=kw.get("dim", -1),
                           fill=kw.get("fill", float("-inf")), invert=kw.get("invert", False))
     return fn
@@ -128,6 +129,8 @@ SCALED_DOT_PRODUCT_ATTENTION = ExerciseSpec(
                      "masked keys need -inf so their weight is exactly 0", _sdpa_mistake(fill=0.0)),
         KnownMistake("mask transposed", "mask[..., i, j] is about query i and key j: use the mask as given, "
                      "without transposing it", _sdpa_mistake(transpose=True)),
+        KnownMistake("mask ignored", "when a mask is given, fill the scores with -inf where it is False before the "
+                     "softmax (masked_fill(~mask, float('-inf')))", _sdpa_mistake(ignore_mask=True)),
     ),
 )
 
