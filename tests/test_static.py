@@ -5,7 +5,9 @@ import pytest
 import grader.catalog.rules as rules_module
 from grader.catalog.rules import AUTOGRAD, HEAVISIDE, RECURRENT, RELU, SDPA, SIGMOID, SIGN, SOFTMAX, TANH
 from grader.catalog.spec import Forbidden
-from grader.pipeline.static import forbidden_hits, function_line
+from grader.pipeline.static import forbidden_hits
+from grader.pipeline.where import function_line
+from grader.results import FailureKind
 
 
 def test_alias_and_helper_are_followed():
@@ -169,3 +171,13 @@ def test_a_module_is_read_once_for_all_its_exercises(monkeypatch):
     assert [(h.what, h.line) for h in forbidden_hits(src, "b", (RELU,))] == [("torch.nn.functional.relu", 8)]
     assert forbidden_hits(src, "a", (SIGMOID,), replaced=("helper",)) == []
     assert walks == []
+
+
+def test_where_a_name_is_defined_or_assigned():
+    from grader.pipeline.feedback import Facts, words
+    from grader.pipeline.where import assigned_line, function_lines
+    source = "def f(x):\n    return x\n\n\ndef f(x):\n    return 2 * x\n\n\ng = 5\ng: int = 6\n"
+    assert function_lines(source, "f") == [1, 5] and function_line(source, "f") == 5    # Python keeps the last
+    assert assigned_line(source, "g") == 10 and assigned_line(source, "f") == 0
+    assert words(FailureKind.MISSING_FUNCTION, Facts(function="g", module="m", assigned=10)) == (
+        "g in m.py is a value (assigned on line 10), not a function: define it with def g(...), as the stub does")

@@ -132,7 +132,7 @@ class ExerciseFile(pytest.File):
         self.toml = toml
 
     def collect(self):
-        from grader.pipeline.static import function_line
+        from grader.pipeline.where import function_line
         try:
             course = self.config.stash[_STATE].course(self.toml)
         except ConfigError as e:

@@ -39,6 +39,7 @@ from grader.pipeline.cases import build_cases, prepared
 from grader.pipeline.context import Context, ModuleLoad
 from grader.pipeline import precision
 from grader.pipeline.run import CaseRunner
+from grader.pipeline.where import function_line, function_lines
 from grader.results import ExerciseResult, Status, SubmissionResult
 from grader.sandbox.provision import remove_stale_workdirs
 from grader.sandbox.runner import Limits, Sandbox
@@ -113,7 +114,7 @@ def _guarded(spec: ExerciseSpec, ctx: Context) -> ExerciseResult:
 
 def _defined_again(spec: ExerciseSpec, sub: Submission) -> tuple[str, ...]:
     """A note when the module defines the exercise's function more than once: the last one is graded."""
-    lines = static.function_lines(sub.files[spec.module], spec.function)
+    lines = function_lines(sub.files[spec.module], spec.function)
     if len(lines) < 2:
         return ()
     return (f"{spec.function} is defined {len(lines)} times in {sub.origin.get(spec.module, spec.module + '.py')} "
@@ -149,7 +150,7 @@ def grade_exercise(spec: ExerciseSpec, ctx: Context) -> ExerciseResult:
     sub = ctx.submission
     base = dict(id=spec.id, max_points=scoring.max_points(spec, ctx.config), reference=spec.reference_source,
                 source_file=sub.origin.get(spec.module, f"{spec.module}.py"),
-                source_line=static.function_line(sub.files.get(spec.module, ""), spec.function))
+                source_line=function_line(sub.files.get(spec.module, ""), spec.function))
     if spec.module not in sub.files:
         return ExerciseResult(status=Status.ERROR, points=0.0, message=_no_module(sub, spec.module), **base)
     hits = static.forbidden_hits(sub.files[spec.module], spec.function, spec.forbidden, replaced=tuple(spec.depends))

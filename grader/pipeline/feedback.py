@@ -126,6 +126,7 @@ class Facts:
     submission_timeout: float = 0.0
     import_error: bool = False        # the module had to be salvaged
     exception: str = ""
+    assigned: int = 0                 # the line where the module assigns the function's name a value
 
 
 # Exception class names the fixed words may say: Python's own and the grader's. A class the
@@ -140,6 +141,9 @@ _CRASH = "the process running your code ended without returning (os._exit(), a s
 def _missing(f: Facts) -> str:
     if f.import_error:
         return f"{f.function} could not be loaded: {f.module}.py does not import as written"
+    if f.assigned:
+        return (f"{f.function} in {f.module}.py is a value (assigned on line {f.assigned}), not a function: "
+                f"define it with def {f.function}(...), as the stub does")
     return f"no function named {f.function} in {f.module}.py: keep the name and signature of the stub"
 
 

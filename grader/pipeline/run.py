@@ -21,7 +21,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from grader.catalog.spec import Case, ExerciseSpec
-from grader.pipeline import feedback, redact, static
+from grader.pipeline import feedback, redact, static, where
 from grader.pipeline.cases import tolerance
 from grader.pipeline.context import Context, ModuleLoad
 from grader.pipeline.judge import ProbeError, judge
@@ -58,8 +58,7 @@ class CaseRunner:
         self.overrides = ctx.config.exercise(spec.id)
         self.timeout = self.overrides.call_timeout or spec.call_timeout or ctx.config.call_timeout
         self.facts = feedback.Facts(function=spec.function, module=spec.module, memory_mb=ctx.config.memory_mb,
-                                    submission_timeout=ctx.config.submission_timeout,
-                                    import_error=bool(self.load.import_error))
+                                    submission_timeout=ctx.config.submission_timeout)     # the rest: `loaded`
 
     # -- sessions --------------------------------------------------------------------------
     def decide_import(self, files: dict[str, str], limit: float) -> Outcome:
@@ -73,7 +72,8 @@ class CaseRunner:
         """The module as graded (grader.pipeline.imports): the facts of feedback follow it, and a
         child opened to decide it serves the cases only if it has exactly those files and is ready."""
         self.load = load
-        self.facts = replace(self.facts, import_error=bool(load.import_error))
+        self.facts = replace(self.facts, import_error=bool(load.import_error),
+                             assigned=where.assigned_line(load.files.get(self.spec.module, ""), self.spec.function))
         if self._pending is not None and self._pending[2].ready.kind == "ok" and self._pending[0] == load.files:
             self.workdir, self.session = self._pending[1:]
             self._pending = None

@@ -279,19 +279,3 @@ def _check_node(node: ast.AST, aliases: dict[str, str], patterns: _Patterns) -> 
             out += [StaticHit(rule.name, f"getattr(..., {node.args[1].value!r})", line)
                     for rule in _matches(name, patterns)]
     return out
-
-
-def function_line(source: str, function: str) -> int:
-    """Line of the `def function` that Python keeps, the last at the top level (0 when absent)."""
-    lines = function_lines(source, function)
-    return lines[-1] if lines else 0
-
-
-def function_lines(source: str, function: str) -> list[int]:
-    """Line of each top-level `def function` of the source, in order (by text when unparseable)."""
-    try:
-        tree = parsed(source)
-    except (SyntaxError, ValueError):
-        return [i for i, text in enumerate(source.splitlines(), 1) if text.startswith(f"def {function}(")]
-    return [node.lineno for node in tree.body
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == function]

@@ -67,7 +67,18 @@ def discover(root: str, assignment: str | None = None, exclude: str | None = Non
                          f"{os.path.basename(entries[entry.student].path)}; graded as '{name}'")
             entry = Entry(name, entry.path, entry.layout, entry.problem)
         entries[entry.student] = entry
+    if not entries:
+        notes.append(_nothing_found(root))
     return Discovery(tuple(entries[k] for k in sorted(entries)), tuple(notes))
+
+
+def _nothing_found(root: str) -> str:
+    """What to say of a folder in which no student was found."""
+    modules = sorted(n for n in os.listdir(root) if n.endswith((".py", ".ipynb")))
+    if modules:
+        return (f"no submissions in {root}, but modules of its own ({', '.join(modules[:3])}): a class is one "
+                f"folder or .zip per student; to grade this one, run grader check --submission {root}")
+    return f"no submissions in {root}: a class is one folder or .zip per student, or nbgrader's submitted/"
 
 
 def _nbgrader_course(root: str) -> bool:

@@ -126,8 +126,6 @@ def run_batch(options: Options, config: Config, stream: TextIO | None = None) ->
     for stale in glob.glob(os.path.join(out, "**", ".tmp-*"), recursive=True):   # left by a killed run
         os.unlink(stale)
     summary = Summary(students=len(found.entries), notes=list(found.notes), out=out)
-    if not found.entries:
-        summary.notes.append(_nothing_found(options.submissions))
     if getattr(config.extra.get("performance"), "enabled", False) and (options.jobs or default_jobs()) > 1:
         summary.notes.append("performance checks ran beside other grading on shared cores: their ratios are noisier "
                              "than alone (--jobs 1 times them one at a time)")
@@ -161,16 +159,6 @@ def run_batch(options: Options, config: Config, stream: TextIO | None = None) ->
         lock.close()
     summary.seconds = time.monotonic() - start
     return summary
-
-
-def _nothing_found(submissions: str) -> str:
-    """What to say of a folder in which discover() found no student."""
-    modules = [n for n in os.listdir(submissions) if n.endswith((".py", ".ipynb"))]
-    if modules:
-        return (f"no submissions in {submissions}, but modules of its own ({', '.join(sorted(modules)[:3])}): a class "
-                "is one folder or .zip per student; to grade this one, run grader check --submission "
-                f"{submissions}")
-    return f"no submissions in {submissions}: a class is one folder or .zip per student, or nbgrader's submitted/"
 
 
 class _Recorder:
