@@ -265,6 +265,22 @@ def test_course_equations_agree_with_pytorch_modules():
     assert torch.allclose(M.transformer_forward(src, tgt, p, 4), T.ref_transformer_forward(src, tgt, p, 4), atol=1e-12)
 
 
+def test_a_float64_model_may_add_the_encoding_in_float32_or_in_float64():
+    """positional_encoding returns float32 (the contract's tensors are), so the course's own code adds a
+    float32-rounded encoding to float64 embeddings; a model that computes the encoding in float64
+    itself is right too, and only a model that goes through float32 elsewhere misses."""
+    spec = select(["transformer.transformer_forward"])[0]
+    case = next(c for c in spec.cases(torch.Generator().manual_seed(0)) if c.args and
+                c.args[2]["W_out"].dtype == torch.float64)
+    src, tgt, params, heads = case.args
+    ref = spec.reference(*case.args)
+    tol = lambda dtype: spec.tol(dtype, case)  # noqa: E731
+    exact = T.reference_logits(params, heads, pe64=True)(src, tgt)
+    assert (exact - ref).abs().max() > 1e-9          # the two differ by more than the float64 tolerance
+    assert spec.judge(case, ref.clone(), ref, tol).ok and spec.judge(case, exact, ref, tol).ok
+    assert not spec.judge(case, ref.float().double(), ref, tol).ok     # a result rounded to float32
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_greedy_cases_are_tie_free_for_hidden_seeds(seed):
     """Any seed (the secret one too) gives cases where a float32 decoder agrees with the float64

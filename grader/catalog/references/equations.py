@@ -16,7 +16,7 @@ import torch
 from grader.catalog.references.float64 import in64
 from grader.sandbox.trusted.causal_mask import causal_mask
 from grader.sandbox.trusted.mha import multi_head_attention
-from grader.sandbox.trusted.positional_encoding import positional_encoding
+from grader.sandbox.trusted.positional_encoding import encoding64, positional_encoding
 
 
 def variant(fn, **switches):
@@ -97,11 +97,12 @@ def decoder_layer(Y, memory, p, h, *, norm="post", causal=True, cross_kv="memory
     return _residual(Y, lambda y: ffn(y, p["ff"]), *_ln(p, 3), norm)
 
 
-def embed(E, ids, *, pe_times=1, scale=False):
+def embed(E, ids, *, pe_times=1, scale=False, pe64=False):
+    """E[ids] + PE; `pe64`: the encoding in float64, not the float32 positional_encoding returns."""
     X = E[ids]
     if scale:
         X = X * math.sqrt(E.shape[1])
-    return X + pe_times * positional_encoding(ids.shape[1], E.shape[1]).to(E.dtype)
+    return X + pe_times * (encoding64 if pe64 else positional_encoding)(ids.shape[1], E.shape[1]).to(E.dtype)
 
 
 def transformer_forward(src_ids, tgt_ids, p, h, *, pe_times=1, scale_embed=False, enc_norm=True,

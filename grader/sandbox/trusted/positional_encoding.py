@@ -6,9 +6,15 @@ import torch
 
 
 def positional_encoding(T, d_model):
+    return encoding64(T, d_model).to(torch.float32)
+
+
+def encoding64(T, d_model):
+    """The encoding in float64, as a float64 model may compute it itself instead of calling
+    positional_encoding (the parent's reference of such a model's float64 cases)."""
     pos = torch.arange(T, dtype=torch.float64).unsqueeze(1)
     i = torch.arange(d_model // 2, dtype=torch.float64).unsqueeze(0)
     angle = pos / torch.pow(10000.0, 2 * i / d_model)
     pe = torch.zeros(T, d_model, dtype=torch.float64)
     pe[:, 0::2], pe[:, 1::2] = torch.sin(angle), torch.cos(angle)
-    return pe.to(torch.float32)
+    return pe

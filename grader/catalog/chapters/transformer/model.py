@@ -11,7 +11,7 @@ from grader.catalog.judges import capstone as capstone_judge
 from grader.catalog.probes.sublayers import localise_model
 from grader.catalog.references import equations as M
 from grader.catalog.references.equations import variant
-from grader.catalog.references.torch_modules import ref_transformer_forward
+from grader.catalog.references.torch_modules import ref_transformer_forward, reference_logits
 from grader.catalog.spec import Case, ExerciseSpec, KnownMistake, Verdict, substitutes
 from grader.pipeline.compare import compare_outputs
 from grader.pipeline.feedback import comparisons_message
@@ -51,6 +51,12 @@ def judge_model(case, value, ref, tol) -> Verdict:
     if "capstone" in case.kwargs:
         return capstone_judge.verdict(case.kwargs["capstone"], value, ref)
     comps = compare_outputs(value, ref, ("logits",), tol)
+    if not all(c.ok for c in comps) and ref.dtype == torch.float64:
+        # The contract's positional_encoding returns float32, which the reference adds as the course's
+        # code does; a float64 model may compute the encoding in float64 itself: right as well.
+        exact = reference_logits(case.args[2], case.args[3], pe64=True)(case.args[0], case.args[1])
+        also = compare_outputs(value, exact.to(ref.dtype), ("logits",), tol)
+        comps = also if all(c.ok for c in also) else comps
     return Verdict(all(c.ok for c in comps), comparisons_message(comps), comps)
 
 
