@@ -134,13 +134,17 @@ LINEAR = Forbidden(
     rationale="this exercise is the layer itself: X @ W + b with the course's (in, out) weights",
     static=("torch.nn.functional.linear", "torch.nn.Linear", "torch._C._nn.linear", "torch.nn.functional.bilinear"),
     patch=("torch.nn.functional.linear", "torch.nn.Linear", "torch._C._nn.linear"), native=_at("linear", "bilinear"))
-# Rationale: the optimizer's update rule is the exercise; torch.optim would apply it for you.
+# Rationale: the optimizer's update rule is the exercise; torch.optim would apply it for you. Its fused
+# kernels are reachable as torch._fused_*_ without torch.optim (the red team's adam_step called
+# torch._fused_adam_ by a built name): no correct answer calls them, so their entry is counted.
+_FUSED = ("_fused_adam_", "_fused_adamw_", "_fused_sgd_", "_fused_adagrad_")
 TORCH_OPTIM = Forbidden(
     name="torch.optim",
     rationale="this exercise is the update rule itself: write it with tensor operations, without torch.optim",
-    static=("torch.optim",),
+    static=("torch.optim", *(f"torch.{f}" for f in _FUSED)),
     patch=("torch.optim.SGD", "torch.optim.Adam", "torch.optim.AdamW", "torch.optim.RMSprop", "torch.optim.Adagrad",
-           "torch.optim.sgd.sgd", "torch.optim.adam.adam", "torch.optim.adamw.adamw"))
+           "torch.optim.sgd.sgd", "torch.optim.adam.adam", "torch.optim.adamw.adamw", *(f"torch.{f}" for f in _FUSED)),
+    aten=tuple(f"aten::{f}" for f in _FUSED), native=_at(*(f"{f}kernel_cpu_" for f in _FUSED)))
 # Rationale: clipping by the global norm is the exercise; torch.nn.utils does it in one call.
 CLIP = Forbidden(
     name="torch.nn.utils.clip_grad_norm_",
@@ -149,7 +153,9 @@ CLIP = Forbidden(
             "torch.nn.utils.clip_grads_with_norm_", "torch.nn.utils.get_total_norm", "torch.nn.utils.clip_grad"),
     patch=("torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_norm",
            "torch.nn.utils.clip_grads_with_norm_", "torch.nn.utils.get_total_norm",
-           "torch.nn.utils.clip_grad.clip_grad_norm_"),
+           # what clip_grad_norm_ itself calls, by their module's own names (the red team's route)
+           "torch.nn.utils.clip_grad.clip_grad_norm_", "torch.nn.utils.clip_grad.clip_grad_norm",
+           "torch.nn.utils.clip_grad._get_total_norm", "torch.nn.utils.clip_grad._clip_grads_with_norm_"),
     aten=("aten::_foreach_norm",))
 # Rationale: xavier_uniform_ is the exercise itself (the bound is what is being learnt).
 _XAVIER_APIS = ("torch.nn.init.xavier_uniform_", "torch.nn.init.xavier_normal_", "torch.nn.init.xavier_uniform",
