@@ -163,3 +163,14 @@ def course_rows(n: int, seed: int = 16) -> list[Row]:
         r = SubmissionResult(f"subs/{student}", tuple(exercises))
         rows.append(Row(student, "h", "s", f"subs/{student}", "graded", r.score, r.max_score, "", 0.0, r))
     return rows
+
+
+def test_grades_csv_keeps_a_students_id_text_in_a_spreadsheet():
+    """A folder named =HYPERLINK(...) (the red team's) would be a live formula in Excel or Sheets."""
+    import csv
+    import io
+
+    from grader.frontends.batch.outputs import grades_csv
+    rows = [row('=HYPERLINK("http://evil.example","A+")'), row("-1"), row("alice")]
+    cells = [r[0] for r in csv.reader(io.StringIO(grades_csv(rows, [])))][1:]
+    assert cells == ['\'=HYPERLINK("http://evil.example","A+")', "'-1", "alice"]

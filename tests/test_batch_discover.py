@@ -92,3 +92,7 @@ def test_folder_names_are_safe_and_distinct():
     odd = [folder_name(s) for s in ("a/b", "a?b", "..", "ä")]
     assert all("/" not in n and n not in (".", "..") for n in odd)
     assert len(set(odd)) == len(odd)
+    changed = folder_name("alice smith")
+    assert changed.startswith("alice_smith-") and folder_name(changed) != changed      # no one takes hers
+    assert folder_name("bob-0123456789abcdef") != "bob-0123456789abcdef" and folder_name("bob-01234567") == \
+        "bob-01234567"

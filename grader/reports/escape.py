@@ -16,6 +16,7 @@ of its format, whatever the field: which fields are the student's is not guessed
     xml_chars                what XML 1.0 cannot carry, replaced (JUnit; ElementTree escapes the rest)
     shown                    every value a template prints, whatever its format: control characters
                              shown (grader.reports.text's `finalize`)
+    spreadsheet_cell         a CSV cell a spreadsheet would read as a formula, made text with a `'`
 
 The HTML templates need no filter of these: they are autoescaped (grader.reports.text), and `shown`
 keeps a student's escape sequences and bidi overrides out of the page and of a terminal that prints it.
@@ -54,6 +55,14 @@ def shown(value: Any) -> Any:
     if isinstance(value, Markup):
         return Markup(_controls(value))
     return _controls(value) if isinstance(value, str) else value
+
+
+_FORMULA = re.compile(r"^[=+\-@\t\r]")      # a spreadsheet would read such a cell as a formula
+
+
+def spreadsheet_cell(text: str) -> str:
+    """A CSV cell of student text (an id, a folder's name): `=HYPERLINK(...)` stays text in a spreadsheet."""
+    return "'" + text if _FORMULA.match(text) else text
 
 
 def text_block(text: str) -> str:

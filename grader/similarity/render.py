@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import io
-import re
 import time
 
 from grader.reports import escape
@@ -22,7 +21,6 @@ from grader.similarity.records import Pair, Region, Report
 
 CSV_HEAD = ("module", "student_a", "term_a", "student_b", "term_b", "share_a", "share_b", "score",
             "matched_chars", "flagged", "page")
-_FORMULA = re.compile(r"^[=+\-@\t\r]")      # a spreadsheet would read such a cell as a formula
 
 
 def percent(x: float) -> str:
@@ -118,14 +116,11 @@ def csv_text(report: Report) -> str:
     writer.writerow(CSV_HEAD)
     for m in report.modules:
         for p in m.pairs:
-            writer.writerow([m.module, _cell(p.a.student), p.a.term.value, _cell(p.b.student), p.b.term.value,
+            cell = escape.spreadsheet_cell
+            writer.writerow([m.module, cell(p.a.student), p.a.term.value, cell(p.b.student), p.b.term.value,
                              f"{p.share_a:.4f}", f"{p.share_b:.4f}", f"{p.score:.4f}", p.matched,
                              "yes" if p.flagged else "no", p.page])
     return buf.getvalue()
-
-
-def _cell(text: str) -> str:
-    return "'" + text if _FORMULA.match(text) else text
 
 
 def terminal(report: Report, out: str, listed: int = 10) -> str:

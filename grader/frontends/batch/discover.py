@@ -150,11 +150,16 @@ def _hash_file(h, path: str) -> None:
 
 
 _SAFE = re.compile(r"[^A-Za-z0-9._@+-]")
+_SUFFIXED = re.compile(r"-[0-9a-f]{16}$")
 
 
 def folder_name(student: str) -> str:
-    """A file-system-safe folder name for a student's feedback (unique per id)."""
+    """A file-system-safe folder name for a student's feedback, one per id: an id that is not safe as
+    it is, or that ends as a changed one does, gets 16 hex digits of its SHA-256 after its safe form.
+    So no student's folder can be another's (the red team named theirs 'alice_smith-038bd15a', which
+    was then alice smith's, when 8 digits were added to unsafe ids only); matching 64 bits of a hash
+    by trying names is out of reach."""
     safe = _SAFE.sub("_", student).strip(".") or "student"
-    if safe != student:
-        safe += "-" + hashlib.sha256(student.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    if safe != student or _SUFFIXED.search(student):
+        safe += "-" + hashlib.sha256(student.encode("utf-8", "surrogateescape")).hexdigest()[:16]
     return safe

@@ -21,6 +21,7 @@ from grader.deadlines.view import penalised
 from grader.frontends.batch.discover import folder_name
 from grader.frontends.batch.gradebook import Row
 from grader.reports import render
+from grader.reports.escape import spreadsheet_cell
 from grader.results import SubmissionResult
 
 STUDENT_FILES = ("results.json", "feedback.html", "feedback.md")
@@ -74,8 +75,8 @@ def grades_csv(rows: list[Row], exercise_ids: list[str], assignment: str = "") -
     for row in rows:
         points = {e.id: e.points for e in row.result.exercises}
         late = row.late
-        writer.writerow([row.student, assignment, score_text(row.final), score_text(row.max_score), row.state,
-                         score_text(row.score), score_text(row.penalty), late.submitted_at if late else "",
+        writer.writerow([spreadsheet_cell(row.student), assignment, score_text(row.final), score_text(row.max_score),
+                         row.state, score_text(row.score), score_text(row.penalty), late.submitted_at if late else "",
                          late.status.value if late else "",
                          *(score_text(points[i]) if i in points else "" for i in exercise_ids)])
     return buf.getvalue()
