@@ -16,6 +16,7 @@ from conftest import ROOT, SOLUTIONS, mistake_source
 from grader.catalog import catalog
 from grader.reports import render
 from grader.results import Status
+from grader.sandbox import native_watch
 from grader.timing.config import with_overrides
 from grader.timing.specs import REGISTRY
 from scenarios import submission
@@ -123,6 +124,16 @@ def test_work_hidden_in_the_loads_is_caught(grade_dir, perf_cfg):
     assert p.status is Status.FAILED and p.details["flag"] in ("loads match", "work accounts for student"), p.message
     assert p.ratio is None and p.details["claimed_ratio"] < p.threshold       # the lie would have passed
     assert p.details["load_cpu_s_yours"] > 2 * p.details["load_cpu_s_clean"], p.details
+
+
+@pytest.mark.skipif(bool(native_watch.unavailable()), reason=native_watch.unavailable() or "")
+def test_calling_the_timing_reference_is_caught_by_the_kernel_count(grade_dir, perf_cfg):
+    """perf_calls_the_timing_reference: a slow conv2d that, timed, calls the timing reference its
+    child holds (PyTorch's F.conv2d, bound before the tripwires); its timed calls enter PyTorch's
+    convolution kernel, which the kernel counts for the student's blocks alone (the reference's own
+    blocks enter it too)."""
+    p = timed(grade_dir, submission("perf_calls_the_timing_reference"), "cnn.conv2d", perf_cfg)
+    assert p.status is Status.FAILED and "called a forbidden API: at::native::convolution" in p.message, p.message
 
 
 def test_slowing_the_reference_down_is_caught(grade_dir, perf_cfg):

@@ -109,7 +109,7 @@ class SandboxHarness:
         self.workdirs.append(workdir)
         copy_submission(files, workdir, static.import_closure(self.spec.module, files))
         session = self.sandbox.open(workdir, self.spec.module, forbidden=forbidden, substitutes=substitutes,
-                                    driver=DRIVER, import_timeout=self._limit())
+                                    driver=DRIVER, import_timeout=self._limit(), count_kernels=who == "student")
         self.sessions[who] = session
         ready = session.ready
         if ready.kind != "ok":
@@ -161,11 +161,17 @@ class SandboxHarness:
         raise HarnessError(Status.ERROR, f"your function raised while being timed: {return_error}")
 
     def _hits(self, hits: list, request: dict) -> None:
-        """Forbidden calls first seen after a block of the student's own calls are theirs."""
-        new = [h for h in hits if h not in self.seen_hits]
+        """Forbidden calls first seen after a block of the student's own calls are theirs: of the
+        child's tripwire record, which grows, those new since the last reply; of the kernel's count
+        (`counted`), which is this call's alone, all. The student's child holds the timing references
+        (PyTorch's originals, bound before the tripwires) to time them beside the student's function:
+        the count is what tells a student block that ran one of them (the red team's conv2d called
+        grader.timing.references' F.conv2d, found in sys.modules, and passed a speed check 62x too slow)."""
+        counted = [h for h in hits if h.get("counted")]
+        new = [h for h in hits if not h.get("counted") and h not in self.seen_hits]
         self.seen_hits += new
-        if new and request.get("side") == "student":
-            self.new_hits += new
+        if request.get("side") == "student":
+            self.new_hits += [h for h in new + counted if h not in self.new_hits]
 
     # -- protocol ----------------------------------------------------------------------------
     def load(self, input_sets: list[tuple]) -> None:
