@@ -330,6 +330,19 @@ def test_capstone_fails_a_model_without_positional_encoding(graded):
 
 
 @pytest.mark.slow
+def test_capstone_fails_a_forward_that_reads_the_answer_off_its_input(graded):
+    """Reversal's answer is in src_ids: a forward that returns it predicts 100% with weights that learnt
+    nothing; run by nn.Transformer, those weights are near chance."""
+    functions = {"transformer.transformer_forward": _mistake("transformer", "transformer_forward",
+                                                             "reads_the_answer")}
+    e = graded("capstone_reads_the_answer", functions, ["transformer.transformer_forward"], specs=SPECS)[
+        "transformer.transformer_forward"]
+    case = next(c for c in e.cases if "capstone" in c.name)
+    assert case.status is Status.FAILED and "predicts 100.0%" in case.message, case.message
+    assert "must solve the task as a transformer too" in case.message and e.points == 0
+
+
+@pytest.mark.slow
 def test_capstone_says_when_the_forward_cannot_be_trained(graded):
     functions = {"transformer.transformer_forward": _mistake("transformer", "transformer_forward",
                                                              "capstone_detached")}

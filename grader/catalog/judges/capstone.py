@@ -43,9 +43,15 @@ def verdict(cfg: dict, value: Any, ref: dict) -> Verdict:
         theirs = _accuracy(reference_logits(value["params"], cfg["heads"])(ref["src"], ref["tgt_in"]), ref["tgt_out"])
         also = f"; nn.Transformer with your trained weights scores {theirs:.1%}"
     except Exception:
-        also = ""
+        theirs, also = None, ""
     what = (f"after {cfg['steps']} Adam steps on reversing {cfg['length']} symbols ({curve}), your "
             f"transformer_forward predicts {acc:.1%} of {ref['tgt_out'].numel()} held-out target tokens{also}")
+    if acc >= ref["threshold"] and theirs is not None and theirs < ref["threshold"]:
+        # What learnt is the weights, run as a transformer: a forward that reads the answer off its
+        # input (reversal is in src) predicts well with weights that learnt nothing.
+        return Verdict(False, f"{what}; the weights your training left must solve the task as a transformer "
+                              f"too, and they reach only {theirs:.1%} of the {ref['threshold']:.0%} bar: does "
+                              "transformer_forward compute its logits from params?")
     if acc >= ref["threshold"]:
         return Verdict(True, what)
     return Verdict(False, f"{what}; it should reach {ref['threshold']:.0%}. A model that cannot tell positions "
