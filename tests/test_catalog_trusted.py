@@ -147,3 +147,14 @@ def test_each_substitute_agrees_with_the_reference_it_stands_in_for(function):
             else:
                 bad = [c for c in compare_outputs(value, ref, spec.outputs, tol, spec.exact) if not c.ok]
                 assert not bad, f"{module}:{name} fails {spec.id} on {case.name}: {bad[0].problem}"
+
+
+def test_a_substitute_leaves_out_the_extra_keywords_a_students_own_function_may_take():
+    """CURRICULUM.md allows extra keyword arguments with defaults: a student's transformer_forward may
+    call its own positional_encoding(T, d, dtype=...), and gets the substitute in its place."""
+    from grader.sandbox.child import _recorded
+    from grader.sandbox.trusted.positional_encoding import positional_encoding
+    called: set[str] = set()
+    substitute = _recorded("positional_encoding", positional_encoding, called)
+    assert torch.equal(substitute(4, 8, dtype=torch.float64), positional_encoding(4, 8))
+    assert torch.equal(substitute(T=4, d_model=8), positional_encoding(4, 8)) and called == {"positional_encoding"}

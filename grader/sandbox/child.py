@@ -92,13 +92,32 @@ class _SealedGrader(importlib.abc.MetaPathFinder):
 def _recorded(name: str, fn: Any, called: set[str]) -> Any:
     """`fn` (a substitute) noting its name in `called` when the student's code calls it: each reply
     says which substitutes the call used, for the parent's note (data: it decides no grade). It runs
-    outside the operator watch, as the grader's own code (grader.sandbox.trusted.unwatched)."""
+    outside the operator watch, as the grader's own code (grader.sandbox.trusted.unwatched).
+    A keyword the substitute does not take is left out: the student's own function may have extra
+    keyword arguments with defaults (CURRICULUM.md), which their other code may pass (a correct-code
+    tester's transformer_forward called positional_encoding(T, d, dtype=...) and lost every case to a
+    TypeError from the substitute)."""
+    accepted = _keywords(fn)
+
     @functools.wraps(fn)
     def substitute(*args: Any, **kwargs: Any) -> Any:
         called.add(name)
+        if kwargs and accepted is not None:
+            kwargs = {k: v for k, v in kwargs.items() if k in accepted}
         with unwatched():
             return fn(*args, **kwargs)
     return substitute
+
+
+def _keywords(fn: Any) -> frozenset[str] | None:
+    """The keyword arguments `fn` takes (None: any, it has **kwargs, or its signature is unknown)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    return frozenset(p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
 
 
 def _staged(staged: dict[str, Any] | None) -> dict[str, bytes] | None:
