@@ -59,6 +59,16 @@ def test_a_mistake_that_makes_no_difference_on_the_case_is_not_named():
     assert run(s, kink.fn(*at_zero.args), at_zero).diagnosis.startswith("derivative 1")    # where it differs
 
 
+def test_a_case_two_mistakes_explain_alike_names_neither():
+    """T = 1: an inverted causal mask and one without its diagonal are the same [[False]]."""
+    inverted = KnownMistake("mask inverted", "True means may attend", lambda T: ~torch.tril(torch.ones(T, T)).bool())
+    no_diag = KnownMistake("diagonal excluded", "keep the diagonal",
+                           lambda T: torch.tril(torch.ones(T, T), diagonal=-1).bool())
+    s = spec(reference=lambda T: torch.tril(torch.ones(T, T)).bool(), mistakes=(no_diag, inverted), exact=True)
+    assert run(s, torch.zeros(1, 1, dtype=torch.bool), Case("T=1", (1,))).diagnosis == ""
+    assert run(s, inverted.fn(4), Case("T=4", (4,))).diagnosis.startswith("mask inverted")
+
+
 def test_shape_mismatch_is_said_before_values():
     r = run(spec(), 2 * X.T)
     assert r.status is Status.FAILED and r.comparisons[0].kind is ComparisonKind.SHAPE

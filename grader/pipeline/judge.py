@@ -76,11 +76,13 @@ def _decide(spec: ExerciseSpec, case: Case, value: Any, ref: Any, tol: Tol, modi
 
 
 def diagnose(spec: ExerciseSpec, case: Case, value: Any, ref: Any, tol: Tol) -> str:
-    """'<mistake>: <explanation>' for the first known mistake whose output `value` matches, of those
-    that make a difference on this case: a mistake whose output is the reference's, or the reference's
+    """'<mistake>: <explanation>' for the known mistake whose output `value` matches, of those that
+    make a difference on this case: a mistake whose output is the reference's, or the reference's
     rounded to float32, cannot be what went wrong (derivative 1 at z = 0 on inputs without a zero,
-    computed with float32 constants, is only a float32-accurate right answer)."""
-    rounded = None
+    computed with float32 constants, is only a float32-accurate right answer). A case that two
+    mistakes explain alike names neither: it cannot tell them apart (T = 1 makes an inverted causal
+    mask and one without its diagonal the same), and the exercise's other cases may."""
+    rounded, named = None, []
     for mistake in spec.mistakes:
         try:
             wrong = _align(mistake.fn(*clone(case.args), **clone(dict(case.kwargs))), ref)
@@ -90,8 +92,8 @@ def diagnose(spec: ExerciseSpec, case: Case, value: Any, ref: Any, tol: Tol) -> 
             continue
         rounded = _in_float32(ref) if rounded is None else rounded
         if not any(matches(wrong, same, spec.outputs, tol, spec.exact) for same in (ref, rounded)):
-            return f"{mistake.name}: {mistake.explanation}"
-    return ""
+            named.append(f"{mistake.name}: {mistake.explanation}")
+    return named[0] if len(named) == 1 else ""
 
 
 def localise(spec: ExerciseSpec, case: Case, value: Any, probe: Probe) -> str:
