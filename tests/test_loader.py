@@ -104,13 +104,27 @@ def test_a_zip_says_what_it_passed_over_and_grades_its_notebooks(tmp_path):
 
 
 def test_what_a_submission_holds_together_is_bounded(tmp_path, monkeypatch):
-    from grader.submission import loader
-    monkeypatch.setattr(loader, "MAX_TOTAL", 10)
+    from grader.submission import reading
+    monkeypatch.setattr(reading, "MAX_TOTAL", 10)
     (tmp_path / "attention.py").write_text("x = 1\n")
     (tmp_path / "tokens.py").write_text("y = 22\n")
     sub = load_submission(str(tmp_path))
-    assert list(sub.files) == ["attention"] and sub.problems[0].startswith("tokens.py: passed over: with it the "
-                                                                           "submission's files would hold more than")
+    (tmp_path / "tokens2.py").write_text("y = 22\n")
+    sub = load_submission(str(tmp_path))
+    assert list(sub.files) == ["attention"] and sub.problems == (
+        "tokens.py and what follows: passed over: with it the submission's files would hold more than 0 MiB; clear "
+        "the notebooks' outputs and leave out what is not an exercise",)
+
+
+def test_a_thousand_problems_are_said_as_a_dozen(tmp_path):
+    z = tmp_path / "links.zip"
+    with zipfile.ZipFile(z, "w") as f:
+        for i in range(40):
+            link = zipfile.ZipInfo(f"m{i}.py")
+            link.external_attr = (0o120777 << 16)
+            f.writestr(link, "/etc/passwd")
+    problems = load_submission(str(z)).problems
+    assert len(problems) == 13 and problems[-1] == "... and 28 more like these"
 
 
 def test_a_module_not_graded_is_explained_by_what_the_loader_said_or_a_near_name():

@@ -17,8 +17,9 @@ import zipfile
 from dataclasses import dataclass, field
 
 from grader.errors import SubmissionError
-from grader.submission.limits import MAX_FILE, MAX_FILES, MAX_TOTAL
+from grader.submission.limits import MAX_FILE, MAX_FILES
 from grader.submission.notebook import MAX_NOTEBOOK, notebook_source
+from grader.submission.reading import Room, at_most, decoded, nested
 
 __all__ = ["Submission", "SubmissionError", "load_submission", "on_disk", "salvage", "salvage_for_importers"]
 
@@ -68,26 +69,7 @@ def _read(path: str, shown: str, problems: list[str]) -> str:
     if os.path.getsize(path) > MAX_FILE:
         raise SubmissionError(f"{shown}: larger than {MAX_FILE >> 20} MiB; a source file this big is not an exercise")
     with open(path, "rb") as f:
-        return _text(f.read(), shown, problems)
-
-
-def _text(data: bytes, shown: str, problems: list[str]) -> str:
-    """A source file's bytes as the text Python would read, and what it took said in `problems`: a
-    UTF-16 file (Windows editors save it so) decoded as such, null bytes (which Python refuses
-    anywhere in a source) removed; any other byte that is not UTF-8 shown as U+FFFD."""
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        problems.append(f"{shown}: saved as UTF-16 text, graded as such; save it as UTF-8 (your editor's "
-                        "encoding setting), the encoding Python reads")
-        text = data.decode("utf-16", "replace")
-    else:
-        text = data.decode("utf-8", "replace")
-    if "\x00" in text:
-        lines = [str(n) for n, line in enumerate(text.split("\n"), 1) if "\x00" in line]
-        problems.append(f"{shown}: null bytes (\\x00) on line{'s' if len(lines) > 1 else ''} "
-                        f"{', '.join(lines[:5])}{', ...' if len(lines) > 5 else ''}, removed before grading "
-                        "(Python refuses them); delete them from the file")
-        text = text.replace("\x00", "")
-    return text
+        return decoded(f.read(), shown, problems)
 
 
 def _notebook(path: str, shown: str, raw: bytes | None = None) -> str:
@@ -102,7 +84,7 @@ def _notebook(path: str, shown: str, raw: bytes | None = None) -> str:
 def _from_dir(path: str) -> Submission:
     """Modules from `*.py` files, and from `*.ipynb` notebooks for modules without a `.py`.
     An unreadable notebook is a problem of that module only, not of the whole folder."""
-    files, origin, problems, room = {}, {}, [], _Room()
+    files, origin, problems, room = {}, {}, [], Room()
     names = sorted(os.listdir(path))[:MAX_FILES]
     for name in names:
         full = os.path.join(path, name)
@@ -119,43 +101,12 @@ def _from_dir(path: str) -> Submission:
             except SubmissionError as e:
                 problems.append(str(e))
     if not files and not problems:
-        nested = _nested(path, names)
+        inside = nested(path, names)
         problems.append(f"{shown_name(path)}: no .py modules found (expected files such as attention.py, or "
-                        "notebooks such as attention.ipynb)" + (f"; found {', '.join(nested)} in a folder inside: "
+                        "notebooks such as attention.ipynb)" + (f"; found {', '.join(inside)} in a folder inside: "
                                                                 "put the modules at the top of the submission"
-                                                                if nested else ""))
-    return Submission(path, files, origin, tuple(problems))
-
-
-class _Room:
-    """What is left of MAX_TOTAL, the bytes a submission's files may hold together."""
-
-    def __init__(self) -> None:
-        self.left = MAX_TOTAL
-
-    def takes(self, name: str, size: int, problems: list[str]) -> bool:
-        """Whether a file of `size` bytes is read; one that is not is said in `problems`."""
-        if size > self.left:
-            problems.append(f"{name}: passed over: with it the submission's files would hold more than "
-                            f"{MAX_TOTAL >> 20} MiB; clear the notebooks' outputs and leave out what is not an "
-                            "exercise")
-            return False
-        self.left -= size
-        return True
-
-
-def _nested(path: str, names: list[str]) -> list[str]:
-    """Up to three modules one or two folders down (a folder handed in inside the submission)."""
-    found: list[str] = []
-    for name in names:
-        for root, dirs, inner in os.walk(os.path.join(path, name)):
-            depth = os.path.relpath(root, path).count(os.sep)
-            dirs[:] = sorted(dirs)[:MAX_FILES] if depth < 1 else []
-            found += [os.path.relpath(os.path.join(root, f), path) for f in sorted(inner)[:MAX_FILES]
-                      if f.endswith((".py", ".ipynb"))]
-            if len(found) >= 3:
-                return found[:3]
-    return found
+                                                                if inside else ""))
+    return Submission(path, files, origin, at_most(problems))
 
 
 def _from_zip(path: str) -> Submission:
@@ -165,7 +116,7 @@ def _from_zip(path: str) -> Submission:
         infos = [i for i in zf.infolist() if not i.is_dir()]
     except (zipfile.BadZipFile, OSError) as e:
         raise SubmissionError(f"{shown}: not a readable zip archive ({e}); re-create it with `zip -r`") from None
-    files, origin, problems, passed_over, room = {}, {}, [], {}, _Room()
+    files, origin, problems, passed_over, room = {}, {}, [], {}, Room()
     notebooks = {}
     with zf:
         for info in infos[: MAX_FILES * 5]:
@@ -190,7 +141,7 @@ def _from_zip(path: str) -> Submission:
             if base.endswith(".ipynb"):
                 notebooks.setdefault(base[:-6], []).append((name, data))
                 continue
-            source, module = _text(data, name, problems), base[:-3]
+            source, module = decoded(data, name, problems), base[:-3]
             if module not in files or name.count("/") < origin[module].count("/"):
                 if module in files:
                     passed_over.setdefault(module, []).append(origin[module])
@@ -212,7 +163,7 @@ def _from_zip(path: str) -> Submission:
                  "nearest the top is graded)" for m, others in sorted(passed_over.items()) if m in origin]
     if not files and not problems:
         problems.append(f"{shown}: the archive holds no .py modules or .ipynb notebooks")
-    return Submission(path, files, origin, tuple(problems))
+    return Submission(path, files, origin, at_most(problems))
 
 
 _SAFE_TOP = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
