@@ -136,7 +136,9 @@ LINEAR = Forbidden(
     patch=("torch.nn.functional.linear", "torch.nn.Linear", "torch._C._nn.linear"), native=_at("linear", "bilinear"))
 # Rationale: the optimizer's update rule is the exercise; torch.optim would apply it for you. Its fused
 # kernels are reachable as torch._fused_*_ without torch.optim (the red team's adam_step called
-# torch._fused_adam_ by a built name): no correct answer calls them, so their entry is counted.
+# torch._fused_adam_ by a built name): no correct answer calls them, so their entry is counted. Not
+# as ATen operators: a rule's `aten` turns the operator watch on for the exercise, every operator
+# crossing into Python, and train_xor's child spent 1.5 s where it spent 0.5.
 _FUSED = ("_fused_adam_", "_fused_adamw_", "_fused_sgd_", "_fused_adagrad_")
 TORCH_OPTIM = Forbidden(
     name="torch.optim",
@@ -144,7 +146,7 @@ TORCH_OPTIM = Forbidden(
     static=("torch.optim", *(f"torch.{f}" for f in _FUSED)),
     patch=("torch.optim.SGD", "torch.optim.Adam", "torch.optim.AdamW", "torch.optim.RMSprop", "torch.optim.Adagrad",
            "torch.optim.sgd.sgd", "torch.optim.adam.adam", "torch.optim.adamw.adamw", *(f"torch.{f}" for f in _FUSED)),
-    aten=tuple(f"aten::{f}" for f in _FUSED), native=_at(*(f"{f}kernel_cpu_" for f in _FUSED)))
+    native=_at(*(f"{f}kernel_cpu_" for f in _FUSED)))
 # Rationale: clipping by the global norm is the exercise; torch.nn.utils does it in one call.
 CLIP = Forbidden(
     name="torch.nn.utils.clip_grad_norm_",
