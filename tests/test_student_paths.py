@@ -39,7 +39,7 @@ def test_a_zip_names_its_members_and_itself_by_its_own_name(tmp_path):
     empty = tmp_path / "grading" / "carol.zip"
     with zipfile.ZipFile(empty, "w") as zf:
         zf.writestr("notes.txt", "no code")
-    assert load_submission(str(empty)).problems == ("carol.zip: the archive holds no .py modules",)
+    assert load_submission(str(empty)).problems == ("carol.zip: the archive holds no .py modules or .ipynb notebooks",)
 
 
 def test_a_single_file_and_an_empty_folder(tmp_path):

@@ -88,13 +88,13 @@ def _from_dir(path: str) -> Submission:
     names = sorted(os.listdir(path))[:MAX_FILES]
     for name in names:
         full = os.path.join(path, name)
-        if name.endswith((".py", ".ipynb")) and os.path.islink(full):
+        if name.endswith(".py") and os.path.islink(full):          # a notebook's link is followed
             problems.append(f"{name}: a symbolic link, not a file: put the file itself in the submission")
         elif name.endswith(".py") and os.path.isfile(full) and room.takes(name, os.path.getsize(full), problems):
             files[name[:-3]], origin[name[:-3]] = _read(full, name, problems), name
     for name in names:
         full = os.path.join(path, name)
-        if name.endswith(".ipynb") and name[:-6] not in files and os.path.isfile(full) and not os.path.islink(full) \
+        if name.endswith(".ipynb") and name[:-6] not in files and os.path.isfile(full) \
                 and room.takes(name, os.path.getsize(full), problems):
             try:
                 files[name[:-6]], origin[name[:-6]] = _notebook(full, name), name
