@@ -138,11 +138,14 @@ def test_calling_the_timing_reference_is_caught_by_the_kernel_count(grade_dir, p
 
 def test_slowing_the_reference_down_is_caught(grade_dir, perf_cfg):
     """perf_slows_reference: a background thread keeps the interpreter busy except while the
-    student's (slow) function runs, so the reference beside it looks slow."""
+    student's (slow) function runs, so the reference beside it looks slow. Whichever guard objects
+    first: the thread's CPU during the student's own calls can give it away too (the kernel's
+    account of those calls, as in test_work_hidden_in_the_loads_is_caught)."""
     p = timed(grade_dir, submission("perf_slows_reference"), "attention.multi_head_attention",
               perf_cfg)
     assert p.status is Status.FAILED and p.ratio is None
-    assert p.details["flag"] in ("no other threads", "reference undisturbed", "loads match"), p.message
+    assert p.details["flag"] in ("no other threads", "reference undisturbed", "loads match",
+                                 "work accounts for student"), p.message
 
 
 def test_a_wrong_function_is_not_timed(grade_dir, perf_cfg, make_submission):
