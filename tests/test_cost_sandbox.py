@@ -31,7 +31,8 @@ from grader.sandbox.runner import Sandbox
 PROBE = '''
 import gc, os, signal, sys, torch
 import grader.sandbox.wire as wire
-seen = {"sigchld": signal.getsignal(signal.SIGCHLD) == signal.SIG_DFL, "wakeup": signal.set_wakeup_fd(-1),
+seen = {"sigchld": signal.getsignal(signal.SIGCHLD) == signal.SIG_DFL,
+        "sigterm": signal.getsignal(signal.SIGTERM) == signal.SIG_DFL, "wakeup": signal.set_wakeup_fd(-1),
         "torch": getattr(torch, "_cost_marker", None), "env": os.environ.get("COST_MARKER"),
         "tunables": os.environ.get("GLIBC_TUNABLES"), "collector": gc.isenabled(),
         "module": "cost_marker" in sys.modules, "wire": getattr(wire, "_cost_marker", None),
@@ -125,7 +126,7 @@ def test_a_child_has_none_of_the_zygotes_own_signal_handling(own_sandbox):
         session.close()
         provision.remove_workdir(workdir)
     assert outcome.kind == "ok", outcome
-    assert outcome.value["sigchld"] and outcome.value["wakeup"] == -1, outcome.value
+    assert outcome.value["sigchld"] and outcome.value["sigterm"] and outcome.value["wakeup"] == -1, outcome.value
     assert any(link.startswith("pipe:") for link in theirs), "the zygote's wakeup pipe"
     assert not {link for link in theirs & child if link.startswith("pipe:")}, theirs & child
 
@@ -202,6 +203,56 @@ def test_a_process_ends_every_zygote_it_launched_before_it_exits():
             "Sandbox().start(); launch.early(2)")
     got, handed, err = handed_on([sys.executable, "-c", code], cwd=ROOT, timeout=120)
     assert (got, handed) == (0, []), err
+
+
+# The grader dies the moment it has signalled its zygote to end (its first os.kill of it): killed,
+# a Dask worker torn down. Printed first: the zygote's pid, and its children's.
+_DIES_ENDING = """
+import os, signal, sys, time
+from grader.sandbox import launch
+from grader.sandbox.runner import Sandbox
+if sys.argv[1] == "serving":
+    sandbox = Sandbox()
+    sandbox.start()
+    zygote = sandbox._zygote.pid
+    time.sleep(0.2)
+    kids = open(f"/proc/{zygote}/task/{zygote}/children").read().split()
+else:       # launched early, still importing torch
+    launch.early(1)
+    zygote, kids = launch._early[1][1].pid, []
+print(zygote, *kids, flush=True)
+kill = os.kill
+def dying(pid, sig):
+    kill(pid, sig)
+    if pid == zygote:
+        kill(os.getpid(), signal.SIGKILL)
+os.kill = dying
+launch.end_all()
+"""
+
+
+@pytest.mark.parametrize("state", ["serving", "importing"])
+def test_a_grader_that_dies_while_ending_its_zygote_leaves_no_zygote(state, tmp_path):
+    """Wherever its end of a zygote is cut short, the zygote ends, and its children with it: the
+    grader never stops its zygote to look at it (stop 54 did: killed between the stop and the
+    continue, the grader left a zygote stopped for good, and a spare beside it)."""
+    with open(tmp_path / "stderr", "w+") as err:     # not a pipe: a zygote left running would hold it
+        grader = subprocess.Popen([sys.executable, "-c", _DIES_ENDING, state], stdout=subprocess.PIPE,
+                                  stderr=err, text=True, cwd=ROOT)
+        pids = [int(pid) for pid in grader.stdout.readline().split()]
+        code = grader.wait(120)
+        grader.stdout.close()
+        err.seek(0)
+        assert code == -signal.SIGKILL, err.read()[-2000:]
+    assert pids and (len(pids) > 1) == (state == "serving"), pids
+    left = []
+    for pid in pids:
+        processes.wait_gone(pid, 30)
+        if alive(pid):
+            left.append(pid)
+            os.kill(pid, signal.SIGKILL)
+            os.kill(pid, signal.SIGCONT)
+    assert not left, f"left running or stopped: {left} of {pids}"
 
 
 def test_wait_gone_returns_when_the_process_ends_zombie_or_not():

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -55,40 +54,23 @@ def launch(threads: int) -> tuple[subprocess.Popen, socket.socket]:
 
 
 def end(zygote: subprocess.Popen, control: socket.socket) -> None:
-    """End a zygote this process launched, and collect it. Its control socket closed, a zygote that
-    serves kills and collects its children, the spare among them, then exits (grader.sandbox.zygote
-    ._end); it is killed only if it has not within END_S. One still importing torch (launched early,
-    never taken) has no child yet: it is killed at once rather than waited for."""
+    """End a zygote this process launched, and collect it. Told to end (SIGTERM) with its control
+    socket closed, a zygote that has forked kills and collects its children, the spare among them,
+    then exits (grader.sandbox.zygote._end); one that has not (launched early, never taken, still
+    importing torch) dies of the signal at once rather than import on. It is killed only if it has
+    not ended within END_S. Nothing here stops it or waits on it half-done: this process may die at
+    any point of an end (killed, its worker torn down) without leaving a zygote that cannot end."""
     with _lock:
         _running.pop(zygote.pid, None)
     control.close()
-    if zygote.poll() is None and not _has_children(zygote.pid):
-        zygote.kill()
+    if zygote.poll() is None:
+        zygote.terminate()      # ours, not collected: its pid cannot be another's
     try:
         zygote.wait(END_S)
     except subprocess.TimeoutExpired:
         zygote.kill()
         zygote.wait()
     zygote.stdout.close()
-
-
-def _has_children(pid: int) -> bool:
-    """Whether our child `pid` has forked. It is stopped while it is looked at, so none can appear
-    between the look and its kill; it goes on if it has one (a zygote ends its children before it
-    ends, and a killed one would leave them to pid 1). Our child cannot be another process by that
-    pid: a pid is not reused before its parent has collected it."""
-    try:
-        os.kill(pid, signal.SIGSTOP)
-    except OSError:         # it has ended: nothing of it is left but to collect it
-        return False
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            forked = bool(f.read().split())
-    except OSError:         # no way to tell (no /proc): it goes on, and ends its own children
-        forked = True
-    if forked:
-        os.kill(pid, signal.SIGCONT)
-    return forked
 
 
 def end_all() -> None:

@@ -126,9 +126,18 @@ def _wake_on_child_end() -> None:
     signal.siginterrupt(signal.SIGCHLD, False)     # a system call it lands in goes on (SA_RESTART)
 
 
+def _end_on_term() -> None:
+    """Make SIGTERM end the zygote as the close of its control socket does (_end), wherever its loop is.
+    Until this is in place, before its first fork, SIGTERM kills it outright: it has no child to end
+    (grader.sandbox.launch.end)."""
+    signal.signal(signal.SIGTERM, lambda *_: _end(0))
+
+
 def _forget_wake() -> None:
-    """In a spare: none of that. A child starts with SIGCHLD as the zygote found it, and no pipe of its."""
+    """In a spare: none of that. A child starts with SIGCHLD and SIGTERM as the zygote found them, and
+    no pipe of its."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.set_wakeup_fd(-1)
     for fd in _WAKE:
         os.close(fd)
@@ -172,6 +181,7 @@ def main(control_fd: int) -> None:
     # PDEATHSIG is the net for one we could not (a spare's is set as it is forked, a child's again
     # once it has its private uid, which clears it).
     control = socket.socket(fileno=control_fd)
+    _end_on_term()
     # What a child starts and leaves as an orphan (a helper whose parent has exited, say) becomes ours,
     # not pid 1's: we collect it once it is killed (_reap, each time round the loop below). Where pid 1
     # never reaps (the grader itself as a container's pid 1), it would otherwise stay a zombie for the
