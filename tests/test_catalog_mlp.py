@@ -3,7 +3,8 @@ initialisation, gradient clipping, and a network trained on XOR with the student
 
 What every chapter checks (solutions, stubs, known mistakes, forbidden APIs, judged variants,
 independent solutions) is tests/chapter_checks.py; here are the chapter's tables and what only
-it does: a backward pass reports each gradient, and glorot_uniform is judged statistically.
+it does: a backward pass reports each gradient, glorot_uniform is judged statistically, and
+train_xor's building blocks are seen called however its training reaches them.
 """
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ import pytest
 import torch
 
 from chapter_checks import (AlternativeChecks, ChapterChecks, ForbiddenChecks, JudgedChecks, first_failure_verdicts,
-                            without_float64_case)
+                            short_of_full_marks, without_float64_case)
 from grader.catalog import catalog
 from grader.catalog.judges import glorot
 from grader.catalog.spec import Case
+from scenarios import submission
 
 
 # (exercise id, variant in tests/fixtures/mistakes/mlp.py, diagnosis the grader must give)
@@ -87,6 +89,14 @@ class TestMlp(ChapterChecks, ForbiddenChecks, JudgedChecks, AlternativeChecks):
     def test_linear_backward_reports_each_gradient(self, variants_result):
         verdicts = first_failure_verdicts(variants_result[("mlp.linear_backward", "db_unsummed")])
         assert verdicts == {"dX": True, "dW": True, "db": False}
+
+
+def test_train_xor_building_blocks_reached_without_their_names_are_seen_called(grade_dir):
+    """A default argument bound to mlp_backward, a dict of step functions made after train_xor:
+    a correct training all the same, given full marks (counted by name it was "calls seen: all 0")."""
+    result = grade_dir(submission("train_xor_bound_blocks"), "mlp.train_xor")
+    assert [e.id for e in result.exercises] == ["mlp.train_xor"]
+    assert not short_of_full_marks(result)
 
 
 def test_cases_include_float64():
