@@ -46,8 +46,8 @@ def test_a_folder_reads_the_same_with_notebooks_links_big_and_odd_files(tmp_path
     notebook = {"cells": [{"cell_type": "code", "metadata": {}, "source": "def f():\n    return 1\n",
                            "outputs": [], "execution_count": None}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
     (tmp_path / "elsewhere.ipynb").write_text(json.dumps(notebook))
-    os.symlink(tmp_path / "elsewhere.ipynb", sub / "linked.ipynb")          # the loader follows notebook links
-    os.symlink(SOLUTIONS / "mlp.py", sub / "mlp.py")                         # ...and skips .py links
+    os.symlink(tmp_path / "elsewhere.ipynb", sub / "linked.ipynb")          # the loader follows no link,
+    os.symlink(SOLUTIONS / "mlp.py", sub / "mlp.py")                         # notebook or module
     os.symlink(tmp_path / "missing.py", sub / "dangling.py")
     (sub / "huge.py").write_bytes(b"#" * (MAX_FILE + 10))                    # refused by size, whole or not
     (sub / "data.bin").write_bytes(os.urandom(1 << 16))
@@ -58,7 +58,8 @@ def test_a_folder_reads_the_same_with_notebooks_links_big_and_odd_files(tmp_path
     assert local[0] == "error" and "huge.py" in local[1]                     # the whole folder refused, as locally
     (sub / "huge.py").unlink()
     local, remote = same_as_original(sub)
-    assert local == remote and set(local[0]) == {"attention", "linked"}
+    assert local == remote and set(local[0]) == {"attention"}
+    assert {"linked.ipynb", "mlp.py"} <= {p.split(":")[0] for p in local[2]}, local
     assert len(pack(str(sub))["entries"]) == len(os.listdir(sub))
     sizes = {e["name"]: len(e.get("data") or b"") for e in pack(str(sub))["entries"]}
     assert sizes["data.bin"] == 0, "a file the loader never reads travels as its size only"

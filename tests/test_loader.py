@@ -69,12 +69,34 @@ def test_a_source_saved_as_utf16_or_holding_null_bytes_is_graded_and_said(tmp_pa
                             "them); delete them from the file")
 
 
-def test_a_linked_module_and_modules_in_a_folder_inside_are_pointed_out(tmp_path):
+def test_a_linked_module_is_pointed_out(tmp_path):
     (tmp_path / "real.py").write_text("x = 1\n")
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "attention.py").symlink_to(tmp_path / "real.py")
     assert load_submission(str(tmp_path / "sub")).problems == (
         "attention.py: a symbolic link, not a file: put the file itself in the submission",)
+    (tmp_path / "sub" / "attention.py").unlink()
+
+
+def test_a_linked_notebook_is_not_read_wherever_it_points(tmp_path):
+    """A classmate's notebook, the instructor's source notebook, one beside it in the same folder: a
+    link is named, never followed (the grader reading it is not confined; the red team's bob got 7 / 7
+    in a batch with only a link to the instructor's notebook)."""
+    notebook = {"cells": [{"cell_type": "code", "metadata": {}, "source": "x = 1\n", "outputs": [],
+                           "execution_count": None}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "alice").mkdir()
+    (tmp_path / "alice" / "neurons.ipynb").write_text(json.dumps(notebook))
+    (tmp_path / "bob").mkdir()
+    (tmp_path / "bob" / "neurons.ipynb").symlink_to(tmp_path / "alice" / "neurons.ipynb")
+    (tmp_path / "bob" / "real.ipynb").write_text(json.dumps(notebook))
+    (tmp_path / "bob" / "tokens.ipynb").symlink_to("real.ipynb")
+    bob = load_submission(str(tmp_path / "bob"))
+    assert set(bob.files) == {"real"}, bob.files
+    assert bob.problems == tuple(f"{name}: a symbolic link, not a file: put the file itself in the submission"
+                                 for name in ("neurons.ipynb", "tokens.ipynb"))
+
+
+def test_modules_in_a_folder_inside_are_pointed_out(tmp_path):
     (tmp_path / "hw" / "hw3").mkdir(parents=True)
     (tmp_path / "hw" / "hw3" / "attention.py").write_text("x = 1\n")
     assert load_submission(str(tmp_path / "hw")).problems == (

@@ -81,6 +81,12 @@ def _notebook(path: str, shown: str, raw: bytes | None = None) -> str:
         raise SubmissionError(shown + text[len(path):] if text.startswith(path + ": ") else text) from None
 
 
+# A link inside a submission is never followed, whatever it names: its target may be anywhere (another
+# student's notebook, the instructor's source notebook, a file outside the sandbox's reach), and the
+# grader that reads it is not confined. A zip's links are refused alike (_from_zip).
+_LINKED = "%s: a symbolic link, not a file: put the file itself in the submission"
+
+
 def _from_dir(path: str) -> Submission:
     """Modules from `*.py` files, and from `*.ipynb` notebooks for modules without a `.py`.
     An unreadable notebook is a problem of that module only, not of the whole folder."""
@@ -88,14 +94,17 @@ def _from_dir(path: str) -> Submission:
     names = sorted(os.listdir(path))[:MAX_FILES]
     for name in names:
         full = os.path.join(path, name)
-        if name.endswith(".py") and os.path.islink(full):          # a notebook's link is followed
-            problems.append(f"{name}: a symbolic link, not a file: put the file itself in the submission")
+        if name.endswith(".py") and os.path.islink(full):
+            problems.append(_LINKED % name)
         elif name.endswith(".py") and os.path.isfile(full) and room.takes(name, os.path.getsize(full), problems):
             files[name[:-3]], origin[name[:-3]] = _read(full, name, problems), name
     for name in names:
         full = os.path.join(path, name)
-        if name.endswith(".ipynb") and name[:-6] not in files and os.path.isfile(full) \
-                and room.takes(name, os.path.getsize(full), problems):
+        if not name.endswith(".ipynb") or name[:-6] in files:
+            continue
+        if os.path.islink(full):
+            problems.append(_LINKED % name)
+        elif os.path.isfile(full) and room.takes(name, os.path.getsize(full), problems):
             try:
                 files[name[:-6]], origin[name[:-6]] = _notebook(full, name), name
             except SubmissionError as e:

@@ -8,8 +8,8 @@ A .zip, .py or .ipynb travels whole. A folder travels as what the loader (grader
 looks at, which is its top level: the first MAX_FILES names, sorted; the bytes of its .py and
 .ipynb files up to the size the loader reads; every other entry as its name, kind and size only
 (a file is rebuilt sparse, a folder empty), so listings, size checks and messages come out the same.
-A symbolic link stays a link (the loader skips .py links and follows notebook links): to a copy of
-its target's bytes when the target is a source file it could read, else to nowhere.
+A symbolic link stays a link, to nowhere: the loader follows none (it names each), so its target
+is never read here either.
 
 The worker's folder keeps the submission's own name (attention.ipynb stays attention.ipynb), and
 relabel() turns the worker's path back into the client's in the result, so a row graded on a
@@ -67,9 +67,7 @@ def _readable_size(name: str) -> int:
 
 def _entry(full: str, name: str) -> dict[str, Any]:
     if os.path.islink(full):
-        target = os.path.realpath(full)
-        data = _source_bytes(target, name) if os.path.isfile(target) else None
-        return {"name": name, "kind": "link", "data": data, "size": _size(target)}
+        return {"name": name, "kind": "link"}
     if os.path.isdir(full):
         return {"name": name, "kind": "dir"}
     if os.path.isfile(full):
@@ -108,10 +106,8 @@ def unpacked(packed: dict[str, Any]) -> Iterator[str]:
             _write(where, packed["file"], len(packed["file"]))
         else:
             os.mkdir(where, 0o700)
-            store = os.path.join(root, "targets")
-            os.mkdir(store, 0o700)
-            for i, e in enumerate(packed["entries"]):
-                _rebuild(os.path.join(where, _safe(e["name"])), e, os.path.join(store, str(i)))
+            for e in packed["entries"]:
+                _rebuild(os.path.join(where, _safe(e["name"])), e)
         yield where
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -123,16 +119,14 @@ def _safe(name: str) -> str:
     return name if name not in ("", ".", "..") else "_"
 
 
-def _rebuild(path: str, e: dict[str, Any], target: str) -> None:
+def _rebuild(path: str, e: dict[str, Any]) -> None:
     kind = e.get("kind")
     if kind == "dir":
         os.mkdir(path, 0o700)
     elif kind == "file":
         _write(path, e.get("data"), int(e.get("size", 0)))
     elif kind == "link":
-        if e.get("data") is not None:
-            _write(target, e["data"], int(e.get("size", 0)))
-        os.symlink(target, path)          # to nowhere when there is no copy: a dangling link, as skipped
+        os.symlink(path, path)            # to itself: no file behind it, whatever else the folder holds
     else:
         _write(path, None, 0)
 
