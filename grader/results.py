@@ -75,7 +75,8 @@ class ComparisonKind(str, Enum):
     OK = "ok"
     TYPE = "type"                  # not the kind of value expected (no tensor, no number, no dict...)
     SUBCLASS = "subclass"          # a tensor subclass instead of a plain torch.Tensor
-    REQUIRES_GRAD = "requires grad"
+    REQUIRES_GRAD = "requires grad"   # no longer given (a returned tensor's requires_grad is not judged);
+                                      # kept so that results stored before still read
     COUNT = "count"                # a tuple or list with the wrong number of items
     KEYS = "keys"                  # a dict without some of the expected keys
     SHAPE = "shape"

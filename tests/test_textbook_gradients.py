@@ -12,7 +12,9 @@ tests/scenarios.py):
 - requires_grad_false: requires_grad=False on torch.zeros(...), requires_grad_(False), reading it;
 - autograd_routes: real autograd by every route, each caught statically where the source proves
   it and at run time where it does not;
-- tensor_method_shortcuts: PyTorch's activation as a method of the input tensor (z.relu()).
+- tensor_method_shortcuts: PyTorch's activation as a method of the input tensor (z.relu());
+- own_nn_modules: nn.Linear layers (and an nn.Module of them) loaded with the given weights, where
+  autograd is allowed: the outputs require grad, and are right.
 """
 import pytest
 
@@ -28,6 +30,7 @@ CORRECT = {
                              "activations.tanh_grad", "activations.relu", "activations.relu_grad",
                              "activations.softmax", "activations.log_softmax", "neurons.heaviside", "neurons.sign"],
     "requires_grad_false": ["tokens.embedding_backward", "losses.mse_loss_grad"],
+    "own_nn_modules": ["lstm.lstm_cell", "attention.multi_head_attention", "transformer.feed_forward"],
 }
 # (exercise, how it is caught, the source line the message must quote)
 AUTOGRAD_ROUTES = [

@@ -16,7 +16,7 @@ import torch
 
 from grader.pipeline.feedback import names_and_more
 from grader.results import Comparison, ComparisonKind as Kind, Mismatch
-from grader.sandbox.wire import claimed_requires_grad, claimed_type
+from grader.sandbox.wire import claimed_type
 
 MAX_LISTED = 5
 
@@ -125,9 +125,6 @@ def compare_tensor(actual: Any, expected: torch.Tensor, name: str, tol: Tol, exa
     if kind != "torch.Tensor":
         return Comparison(ok=False, kind=Kind.SUBCLASS, problem=f"returned an instance of {kind}, not a plain "
                           "torch.Tensor: return a real tensor (subclasses are not accepted)", **base)
-    if claimed_requires_grad(actual):
-        return Comparison(ok=False, kind=Kind.REQUIRES_GRAD, problem="the returned tensor requires grad: this "
-                          "exercise is computed without autograd (no requires_grad, no .backward())", **base)
     if tuple(actual.shape) != tuple(expected.shape):
         return Comparison(ok=False, kind=Kind.SHAPE,
                           problem=f"shape {tuple(actual.shape)} but expected {tuple(expected.shape)}", **base)

@@ -71,8 +71,7 @@ def _encode(obj: Any, buffers: list[bytes], depth: int = 0) -> Any:
         # reshape(-1) after contiguous(): 0-d tensors and size-1 dims with odd strides view cleanly
         t = torch.Tensor.contiguous(torch.Tensor.cpu(t.as_subclass(torch.Tensor))).reshape(-1)
         buffers.append(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
-        return {"tensor": len(buffers) - 1, "dtype": str(t.dtype), "shape": list(obj.shape),
-                "type": kind, "requires_grad": bool(obj.requires_grad)}
+        return {"tensor": len(buffers) - 1, "dtype": str(t.dtype), "shape": list(obj.shape), "type": kind}
     if isinstance(obj, (bytes, bytearray)):
         buffers.append(bytes(obj))
         return {"bytes": len(buffers) - 1}
@@ -131,7 +130,7 @@ def _decode(node: Any, buffers: list[memoryview], depth: int = 0) -> Any:
         t = torch.empty(shape, dtype=dtype)     # the data is copied once, out of the message
         if numel:
             t.view(-1).view(torch.uint8).numpy()[:] = numpy.frombuffer(raw, dtype=numpy.uint8)
-        return _mark(t, str(node.get("type", "torch.Tensor")), bool(node.get("requires_grad")))
+        return _mark(t, str(node.get("type", "torch.Tensor")))
     if "bytes" in node:
         return bytes(_buffer(buffers, node["bytes"]))
     if "bytes_list" in node:
@@ -167,20 +166,17 @@ def _buffer(buffers: list[memoryview], i: Any) -> memoryview:
     return buffers[i]
 
 
-def _mark(t: torch.Tensor, kind: str, requires_grad: bool) -> torch.Tensor:
-    """Remember what the child claimed about a tensor (its type, requires_grad) on the plain
-    tensor rebuilt here, so the comparison can reject subclasses with a clear message."""
-    if kind != "torch.Tensor" or requires_grad:
-        t._grader_origin = (kind, requires_grad)
+def _mark(t: torch.Tensor, kind: str) -> torch.Tensor:
+    """Remember what the child claimed about a tensor's type on the plain tensor rebuilt here, so
+    the comparison can reject subclasses with a clear message. Whether it required grad is not
+    sent: a value is a value (an output of the student's own nn.Linear requires grad, and is right)."""
+    if kind != "torch.Tensor":
+        t._grader_origin = kind
     return t
 
 
 def claimed_type(t: torch.Tensor) -> str:
-    return getattr(t, "_grader_origin", ("torch.Tensor", False))[0]
-
-
-def claimed_requires_grad(t: torch.Tensor) -> bool:
-    return getattr(t, "_grader_origin", ("torch.Tensor", False))[1]
+    return getattr(t, "_grader_origin", "torch.Tensor")
 
 
 def dumps(obj: Any) -> bytes:
