@@ -149,12 +149,27 @@ def test_each_substitute_agrees_with_the_reference_it_stands_in_for(function):
                 assert not bad, f"{module}:{name} fails {spec.id} on {case.name}: {bad[0].problem}"
 
 
-def test_a_substitute_leaves_out_the_extra_keywords_a_students_own_function_may_take():
-    """CURRICULUM.md allows extra keyword arguments with defaults: a student's transformer_forward may
-    call its own positional_encoding(T, d, dtype=...), and gets the substitute in its place."""
+def test_a_call_beyond_the_contract_is_the_students_own_functions():
+    """CURRICULUM.md allows extra keyword arguments with defaults: a student's mlp_backward may call its
+    own mlp_forward(X, params, return_cache=True), which the grader's cannot answer (it returned the
+    logits alone, and the student's unpacking failed: 0 / 3). Such a call, and one the substitute raises
+    on (conv1d through the student's conv2d with (H, W) pairs), goes to the student's own function; a
+    call within the contract gets the substitute, and only that is recorded."""
     from grader.sandbox.child import _recorded
     from grader.sandbox.trusted.positional_encoding import positional_encoding
+    mine = []
+
+    def own(T, d_model, dtype=torch.float32):
+        mine.append(dtype)
+        return positional_encoding(T, d_model).to(dtype)
     called: set[str] = set()
-    substitute = _recorded("positional_encoding", positional_encoding, called)
-    assert torch.equal(substitute(4, 8, dtype=torch.float64), positional_encoding(4, 8))
+    substitute = _recorded("positional_encoding", positional_encoding, called, own)
+    assert substitute(4, 8, dtype=torch.float64).dtype == torch.float64 and mine == [torch.float64]
+    assert not called
+    with pytest.raises(TypeError):          # the substitute raised, then the student's own on the same call
+        substitute((4,), 8)
+    assert mine == [torch.float64, torch.float32] and not called
     assert torch.equal(substitute(T=4, d_model=8), positional_encoding(4, 8)) and called == {"positional_encoding"}
+    assert len(mine) == 2
+    alone = _recorded("positional_encoding", positional_encoding, set())      # no function of the student's
+    assert torch.equal(alone(4, 8, dtype=torch.float64), positional_encoding(4, 8))

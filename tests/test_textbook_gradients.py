@@ -13,6 +13,11 @@ tests/scenarios.py):
 - autograd_routes: real autograd by every route, each caught statically where the source proves
   it and at run time where it does not;
 - tensor_method_shortcuts: PyTorch's activation as a method of the input tensor (z.relu());
+- calls_beyond_the_contract: a function called with an extra keyword of the student's own, or with
+  arguments the contract's function does not take, by another exercise's code: the student's own
+  function answers, not the grader's stand-in;
+- checks_at_import: a module whose top level checks its answer against PyTorch's own function, as
+  a notebook's last cell does: not charged, in it or in a module importing it;
 - own_nn_modules: nn.Linear layers (and an nn.Module of them) loaded with the given weights, where
   autograd is allowed: the outputs require grad, and are right.
 """
@@ -30,6 +35,9 @@ CORRECT = {
                              "activations.tanh_grad", "activations.relu", "activations.relu_grad",
                              "activations.softmax", "activations.log_softmax", "neurons.heaviside", "neurons.sign"],
     "requires_grad_false": ["tokens.embedding_backward", "losses.mse_loss_grad"],
+    "calls_beyond_the_contract": ["mlp.mlp_backward", "cnn.conv1d"],
+    "checks_at_import": ["attention.scaled_dot_product_attention", "attention.multi_head_attention",
+                         "transformer.encoder_layer", "transformer.transformer_forward"],
     "own_nn_modules": ["lstm.lstm_cell", "attention.multi_head_attention", "transformer.feed_forward"],
 }
 # (exercise, how it is caught, the source line the message must quote)
@@ -89,6 +97,12 @@ def test_every_manual_gradient_exercise_has_a_layer_class_fixture():
 def test_textbook_code_scores_full_marks(graded, folder, exercise):
     e = graded(folder, CORRECT[folder])[exercise]
     assert e.status.value == "passed" and e.points == e.max_points > 0, (e.status, e.message)
+
+
+def test_what_the_top_level_called_at_import_is_said(graded):
+    e = graded("checks_at_import", CORRECT["checks_at_import"])["attention.multi_head_attention"]
+    line = _line_of("checks_at_import", "attention.x", "print(torch.nn.MultiheadAttention(8, 2, batch_first=True))")
+    assert f"At import, your module called torch.nn.MultiheadAttention (line {line})" in " ".join(e.notes), e.notes
 
 
 @pytest.mark.parametrize("exercise,how,line", AUTOGRAD_ROUTES, ids=[r[0] for r in AUTOGRAD_ROUTES])

@@ -76,3 +76,17 @@ def _rationale(spec: ExerciseSpec, rule_name: str) -> str:
         if rule.name == rule_name:
             return f"Why: {rule.rationale}."
     return ""
+
+
+def at_import_note(spec: ExerciseSpec, hits: Sequence[Mapping]) -> str:
+    """The forbidden calls a module's top level made as it was imported: said, not charged (no call of
+    the function made them: a notebook's last cell checking the answer against PyTorch, say)."""
+    found = []
+    for h in hits:
+        said = f"{h['via']}{_at(PurePath(str(h.get('file') or '')).stem, int(h.get('line') or 0), spec)}"
+        if said not in found:
+            found.append(said)
+    if not found:
+        return ""
+    return (f"At import, your module called {'; '.join(found[:SHOWN])}, which {spec.function} may not use: not "
+            "charged, since the function did not make the call (a check of your own, say).")

@@ -21,7 +21,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from grader.catalog.spec import Case, ExerciseSpec
-from grader.pipeline import feedback, redact, static, where
+from grader.pipeline import feedback, forbidden, redact, static, where
 from grader.pipeline.cases import tolerance
 from grader.pipeline.context import Context, ModuleLoad
 from grader.pipeline.judge import ProbeError, judge
@@ -108,13 +108,13 @@ class CaseRunner:
         return self._adopt(self.session.ready)
 
     def _adopt(self, ready: Outcome) -> Outcome:
-        """What the open child's readiness tells the exercise: forbidden calls at import, the
-        sandbox's notes, whether the function is there."""
+        """What the open child's readiness tells the exercise: forbidden calls at import (a note: no call
+        of the function made them), the sandbox's notes, whether the function is there."""
         self._first_call = True
-        self._record_hits(ready)
-        weaker = f"Sandbox on this machine: {ready.detail} (the other limits apply)." if ready.detail else ""
-        if weaker and weaker not in self._notes:
-            self._notes.append(weaker)
+        for note in (forbidden.at_import_note(self.spec, ready.hits),
+                     f"Sandbox on this machine: {ready.detail} (the other limits apply)." if ready.detail else ""):
+            if note and note not in self._notes:
+                self._notes.append(note)
         if ready.kind == "ok" and self.spec.function not in (ready.value or []):
             self._missing = True
         return ready

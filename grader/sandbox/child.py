@@ -89,23 +89,32 @@ class _SealedGrader(importlib.abc.MetaPathFinder):
         return None
 
 
-def _recorded(name: str, fn: Any, called: set[str]) -> Any:
-    """`fn` (a substitute) noting its name in `called` when the student's code calls it: each reply
-    says which substitutes the call used, for the parent's note (data: it decides no grade). It runs
-    outside the operator watch, as the grader's own code (grader.sandbox.trusted.unwatched).
-    A keyword the substitute does not take is left out: the student's own function may have extra
-    keyword arguments with defaults (CURRICULUM.md), which their other code may pass (a correct-code
-    tester's transformer_forward called positional_encoding(T, d, dtype=...) and lost every case to a
-    TypeError from the substitute)."""
+def _recorded(name: str, fn: Any, called: set[str], own: Any = None) -> Any:
+    """`fn` (a substitute) in place of the student's function `own`, noting its name in `called` each
+    time it answers a call of the student's code: each reply says which substitutes the call used, for
+    the parent's note (data: it decides no grade). It runs outside the operator watch, as the grader's
+    own code (grader.sandbox.trusted.unwatched). A call it cannot answer as the contract's function,
+    one passing a keyword it does not take (CURRICULUM.md allows extra keyword arguments with
+    defaults: mlp_forward(X, params, return_cache=True)) or one it raises on (conv2d given (H, W)
+    pairs for stride), is the student's own function's, watched as their code is; without one, an
+    unknown keyword is left out."""
     accepted = _keywords(fn)
 
     @functools.wraps(fn)
     def substitute(*args: Any, **kwargs: Any) -> Any:
-        called.add(name)
-        if kwargs and accepted is not None:
+        if accepted is not None and not kwargs.keys() <= accepted:
+            if callable(own):
+                return own(*args, **kwargs)
             kwargs = {k: v for k, v in kwargs.items() if k in accepted}
-        with unwatched():
-            return fn(*args, **kwargs)
+        try:
+            with unwatched():
+                value = fn(*args, **kwargs)
+        except Exception:
+            if not callable(own):
+                raise
+            return own(*args, **kwargs)
+        called.add(name)
+        return value
     return substitute
 
 
@@ -158,10 +167,13 @@ def serve(sock: socket.socket, setup: dict[str, Any]) -> None:
         sys.stdout.flush()
         wire.send(sock, {"ready": False, "error": _error(exc, workdir), "hits": hits.items, "notes": notes})
         return
+    # What the module's top level called is said, not charged with the calls: a notebook's last
+    # cell often checks the student's answer against PyTorch's own function.
+    at_import, hits.items = hits.items, []
     called: set[str] = set()
     for name, fn in substitutes.items():
-        setattr(module, name, _recorded(name, fn, called))
-    wire.send(sock, {"ready": True, "notes": notes, "hits": hits.items,
+        setattr(module, name, _recorded(name, fn, called, getattr(module, name, None)))
+    wire.send(sock, {"ready": True, "notes": notes, "hits": at_import,
                      "functions": sorted(n for n in dir(module) if callable(getattr(module, n, None)))})
     while True:
         try:
