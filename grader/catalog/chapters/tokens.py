@@ -67,6 +67,13 @@ def _train_mistake(kind: str):
     return fn
 
 
+# Whitespace is the six ASCII bytes: str.split() cuts words at U+2003, U+00A0, U+0085 and U+3000 too,
+# and a byte-as-Latin-1 reading cuts the à (bytes C3 A0) in two; neither does here.
+WIDE_SPACES = "x\u2003y x\u2003y x\u2003y \u00e0 \u00e0 voil\u00e0\u00a0voil\u00e0\u0085 \u3000"
+WIDE_SPACES_NOTE = ("only the six ASCII whitespace bytes split: U+2003, U+00A0, U+0085 and U+3000 are bytes of "
+                    "the word they are in (text.encode().split(), not text.split())")
+
+
 def bpe_train_cases(gen):
     return [
         Case("classic example", (CLASSIC, 10), note="low, lower, newest, widest (Sennrich et al., 2016)"),
@@ -74,6 +81,7 @@ def bpe_train_cases(gen):
         Case("unicode", (UNICODE, 14), note="multi-byte characters are several byte tokens"),
         Case("empty text", ("", 5)),
         Case("only whitespace", (" \n\t  \r\n", 3)),
+        Case("whitespace beyond ASCII", (WIDE_SPACES, 6), note=WIDE_SPACES_NOTE),
         Case("fewer merges possible than asked", ("aaa aa", 10), note="stop when no word has two tokens left"),
         Case("repeated letters", ("aaaa aaaaa aaaaaa b", 4), note="merges do not overlap: aaa -> aa, a"),
         Case("random words", (random_letters(gen, 300), 30)),
@@ -156,6 +164,7 @@ def bpe_encode_cases(gen):
     uni = ref_bpe_train(UNICODE, 14)
     letters = ref_bpe_train(random_letters(gen, 300), 40)
     large = ref_bpe_train(synthetic_text(gen, 4000, 1500), 120)
+    wide = ref_bpe_train(WIDE_SPACES, 6)
     return [
         Case("classic merges, new words", ("lowest newer low  wider\n", classic)),
         Case("learned order, not frequency order", ("abc ab ab ab", [(b"b", b"c"), (b"a", b"b")]),
@@ -165,6 +174,8 @@ def bpe_encode_cases(gen):
              note="characters the merges never saw stay as bytes"),
         Case("empty text", ("", classic)),
         Case("whitespace runs", ("low  \n\n\tlow \r\n", classic), note="each whitespace byte is one token"),
+        Case("whitespace beyond ASCII", ("x\u2003y voil\u00e0\u00a0\u00e0\u0085z \u3000\n", wide),
+             note=WIDE_SPACES_NOTE),
         Case("no merges", ("plain bytes", [])),
         Case("random words", (random_letters(gen, 200), letters)),
         Case("large text", (synthetic_text(gen, LARGE_WORDS, 1500), large), note=LARGE_ENCODE_NOTE),
