@@ -12,6 +12,8 @@ tests/scenarios.py):
 - requires_grad_false: requires_grad=False on torch.zeros(...), requires_grad_(False), reading it;
 - autograd_routes: real autograd by every route, each caught statically where the source proves
   it and at run time where it does not;
+- autograd_past_the_engine: PyTorch's derivative formulas without the engine (a graph's nodes called
+  directly, forward-mode AD) with every net inside the child blinded: the kernel's count catches them;
 - tensor_method_shortcuts: PyTorch's activation as a method of the input tensor (z.relu());
 - calls_beyond_the_contract: a function called with an extra keyword of the student's own, or with
   arguments the contract's function does not take, by another exercise's code: the student's own
@@ -25,6 +27,7 @@ import pytest
 
 import scenarios
 from grader.catalog import catalog
+from grader.sandbox import native_watch
 
 # Every manual-gradient exercise: autograd is forbidden there.
 MANUAL_GRADIENTS = sorted(i for i, s in catalog().items() if "autograd" in {r.name for r in s.forbidden}
@@ -112,6 +115,17 @@ def test_real_autograd_is_caught_by_every_route(graded, exercise, how, line):
     assert e.message.startswith(CAUGHT[how]), e.message
     assert f"line {_line_of('autograd_routes', exercise, line)}: `{line}`" in e.message, e.message
     assert "Why: this exercise is backprop by hand: compute the gradient from its formula" in e.message
+
+
+PAST_THE_ENGINE = ["activations.sigmoid_grad", "activations.tanh_grad", "losses.mse_loss_grad"]
+
+
+@pytest.mark.skipif(bool(native_watch.unavailable()), reason=native_watch.unavailable() or "")
+@pytest.mark.parametrize("exercise", PAST_THE_ENGINE)
+def test_autograd_past_the_engine_is_counted_by_the_kernel(graded, exercise):
+    e = graded("autograd_past_the_engine", PAST_THE_ENGINE)[exercise]
+    assert e.status.value == "forbidden" and e.points == 0, (e.status, e.message)
+    assert e.message.startswith(CAUGHT["run"]) and "counted by the operating system" in e.message, e.message
 
 
 @pytest.mark.parametrize("exercise,line,via", TENSOR_METHODS, ids=[r[0] for r in TENSOR_METHODS])

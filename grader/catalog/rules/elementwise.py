@@ -7,7 +7,10 @@ from grader.catalog.spec import Forbidden
 # Rationale: manual-backprop exercises are about deriving the gradient; autograd would compute it.
 # Static: the gradient APIs, the engine, torch.func's transforms, requires_grad=True to a torch function (not
 # Function, no_grad, vmap, requires_grad=False). At run time a tensor's .backward()/.requires_grad_(True) trip
-# (a student's own backward never does), and so does the engine, which every backward pass goes through.
+# (a student's own backward never does), and the kernel counts the engine, which every backward pass goes
+# through; a backward node's own computation, which asks for the engine's current task whenever an input
+# needs its gradient, so a node called directly (x.grad_fn(dout), a walk over next_functions: the red
+# team's route past the engine) is counted too; and a forward-mode level (torch.func.jvp, forward_ad).
 _FUNC_TRANSFORMS = ("grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "linearize")
 _AUTOGRAD_FUNCTIONAL = ("jacobian", "hessian", "vjp", "jvp", "hvp", "vhp")
 _ENGINE = ("torch.autograd.variable.Variable._execution_engine", "torch._C._ImperativeEngine")
@@ -22,7 +25,8 @@ AUTOGRAD = Forbidden(
     patch=("torch.Tensor.backward", "torch.autograd.backward", "torch.autograd.grad", "torch.Tensor.requires_grad_",
            "torch.autograd.forward_ad.make_dual", *(f"torch.autograd.functional.{f}" for f in _AUTOGRAD_FUNCTIONAL),
            *(f"torch.func.{f}" for f in _FUNC_TRANSFORMS), *_ENGINE),
-    native=("torch::autograd::Engine::execute",))
+    native=("torch::autograd::Engine::execute", "torch::autograd::get_current_graph_task_exec_info",
+            "torch::autograd::forward_ad::enter_dual_level"))
 
 # ----------------------------------------------------------------------------- neurons
 # Rationale: heaviside is one comparison; torch.heaviside would be the whole exercise.
