@@ -96,6 +96,25 @@ def test_a_linked_notebook_is_not_read_wherever_it_points(tmp_path):
                                  for name in ("neurons.ipynb", "tokens.ipynb"))
 
 
+def test_a_notebook_beside_its_module_is_said_to_be_passed_over(tmp_path):
+    """neurons.py (the stub, say) and neurons.ipynb (the work): the .py is graded, and the feedback says the
+    notebook was not (the outsider's class graded 0 / 7, with no word of the notebook)."""
+    notebook = {"cells": [{"cell_type": "code", "metadata": {}, "source": "x = 1\n", "outputs": [],
+                           "execution_count": None}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "both").mkdir()
+    (tmp_path / "both" / "neurons.py").write_text("y = 2\n")
+    (tmp_path / "both" / "neurons.ipynb").write_text(json.dumps(notebook))
+    with zipfile.ZipFile(tmp_path / "both.zip", "w") as zf:
+        zf.writestr("hw/neurons.py", "y = 2\n")
+        zf.writestr("hw/neurons.ipynb", json.dumps(notebook))
+    for path, py, nb in ((tmp_path / "both", "neurons.py", "neurons.ipynb"),
+                         (tmp_path / "both.zip", "hw/neurons.py", "hw/neurons.ipynb")):
+        sub = load_submission(str(path))
+        assert sub.files == {"neurons": "y = 2\n"} and sub.origin == {"neurons": py}
+        assert sub.problems == (f"{nb}: not graded, {py} is: a module is read from its .py when both are there; "
+                                "remove the one you do not mean to hand in",)
+
+
 def test_modules_in_a_folder_inside_are_pointed_out(tmp_path):
     (tmp_path / "hw" / "hw3").mkdir(parents=True)
     (tmp_path / "hw" / "hw3" / "attention.py").write_text("x = 1\n")

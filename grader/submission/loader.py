@@ -87,6 +87,11 @@ def _notebook(path: str, shown: str, raw: bytes | None = None) -> str:
 _LINKED = "%s: a symbolic link, not a file: put the file itself in the submission"
 
 
+def _shadowed(notebook: str, module: str) -> str:
+    return (f"{notebook}: not graded, {module} is: a module is read from its .py when both are there; remove "
+            "the one you do not mean to hand in")
+
+
 def _from_dir(path: str) -> Submission:
     """Modules from `*.py` files, and from `*.ipynb` notebooks for modules without a `.py`.
     An unreadable notebook is a problem of that module only, not of the whole folder."""
@@ -100,7 +105,10 @@ def _from_dir(path: str) -> Submission:
             files[name[:-3]], origin[name[:-3]] = _read(full, name, problems), name
     for name in names:
         full = os.path.join(path, name)
-        if not name.endswith(".ipynb") or name[:-6] in files:
+        if not name.endswith(".ipynb"):
+            continue
+        if name[:-6] in files:
+            problems.append(_shadowed(name, origin[name[:-6]]))
             continue
         if os.path.islink(full):
             problems.append(_LINKED % name)
@@ -159,6 +167,7 @@ def _from_zip(path: str) -> Submission:
                 passed_over.setdefault(module, []).append(name)
         for module, found in notebooks.items():       # for modules without a .py, as in a folder
             if module in files:
+                problems += [_shadowed(name, origin[module]) for name, _ in found]
                 continue
             name, data = min(found, key=lambda f: f[0].count("/"))
             if len(found) > 1:
