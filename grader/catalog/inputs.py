@@ -58,6 +58,9 @@ CLASSIC = ("low low low low low lower lower newest newest newest newest newest n
            "widest widest widest")             # the example of Sennrich et al. (2016)
 TIES = "mn ab zy mn ab zy qp qp"                # every pair twice: only the tie rule decides
 UNICODE = "naïve café résumé — 東京 東京の夜 😀😀 façade déjà vu café"
+# Whitespace is the six ASCII bytes: str.split() cuts words at U+2003, U+00A0, U+0085 and U+3000 too,
+# and a byte-as-Latin-1 reading cuts the à (bytes C3 A0) in two; neither may here.
+WIDE_SPACES = "x\u2003y x\u2003y x\u2003y \u00e0 \u00e0 voil\u00e0\u00a0voil\u00e0\u0085 \u3000"
 SYLLABLES = ("ka ri to na me su lo pe vi da ne ru mo sa ti ko la fe gu ba shi ze yo wa "
              "cho ex an on er st th in re ou").split()
 

@@ -14,7 +14,7 @@ from collections import Counter
 import torch
 import torch.nn.functional as F
 
-from grader.catalog.inputs import CLASSIC, TIES, UNICODE, randint, randn, random_letters, synthetic_text
+from grader.catalog.inputs import CLASSIC, TIES, UNICODE, WIDE_SPACES, randint, randn, random_letters, synthetic_text
 from grader.catalog.judges.tokens import token_judge
 from grader.catalog.references.bpe import (encode_word, merge_pair, ref_bpe_encode, ref_bpe_train, split_bytes,
                                            split_chars)
@@ -67,9 +67,6 @@ def _train_mistake(kind: str):
     return fn
 
 
-# Whitespace is the six ASCII bytes: str.split() cuts words at U+2003, U+00A0, U+0085 and U+3000 too,
-# and a byte-as-Latin-1 reading cuts the à (bytes C3 A0) in two; neither does here.
-WIDE_SPACES = "x\u2003y x\u2003y x\u2003y \u00e0 \u00e0 voil\u00e0\u00a0voil\u00e0\u0085 \u3000"
 WIDE_SPACES_NOTE = ("only the six ASCII whitespace bytes split: U+2003, U+00A0, U+0085 and U+3000 are bytes of "
                     "the word they are in (text.encode().split(), not text.split())")
 
@@ -164,7 +161,6 @@ def bpe_encode_cases(gen):
     uni = ref_bpe_train(UNICODE, 14)
     letters = ref_bpe_train(random_letters(gen, 300), 40)
     large = ref_bpe_train(synthetic_text(gen, 4000, 1500), 120)
-    wide = ref_bpe_train(WIDE_SPACES, 6)
     return [
         Case("classic merges, new words", ("lowest newer low  wider\n", classic)),
         Case("learned order, not frequency order", ("abc ab ab ab", [(b"b", b"c"), (b"a", b"b")]),
@@ -174,8 +170,8 @@ def bpe_encode_cases(gen):
              note="characters the merges never saw stay as bytes"),
         Case("empty text", ("", classic)),
         Case("whitespace runs", ("low  \n\n\tlow \r\n", classic), note="each whitespace byte is one token"),
-        Case("whitespace beyond ASCII", ("x\u2003y voil\u00e0\u00a0\u00e0\u0085z \u3000\n", wide),
-             note=WIDE_SPACES_NOTE),
+        Case("whitespace beyond ASCII", ("x\u2003y voil\u00e0\u00a0\u00e0\u0085z \u3000\n",
+                                         ref_bpe_train(WIDE_SPACES, 6)), note=WIDE_SPACES_NOTE),
         Case("no merges", ("plain bytes", [])),
         Case("random words", (random_letters(gen, 200), letters)),
         Case("large text", (synthetic_text(gen, LARGE_WORDS, 1500), large), note=LARGE_ENCODE_NOTE),
