@@ -135,6 +135,28 @@ def test_every_rule_kernel_is_in_this_torch():
     assert not missing, missing
 
 
+def _siblings(name: str) -> set[str]:
+    """The names the same kernel's other overloads take in at::native: the out= kernel of a functional
+    one and the reverse, a backend's (_cpu) and a symbolic-size (_symint) spelling."""
+    base = name.removeprefix("at::native::")
+    stems = {base, base.removesuffix("_cpu"), base.removesuffix("_symint")}
+    endings = ("", "_out", "_out_cpu", "_cpu_out", "_cpu", "_out_symint", "_symint")
+    return {f"at::native::{stem}{end}" for stem in stems for end in endings} - {name}
+
+
+def test_every_rule_kernel_has_its_other_overloads_listed():
+    """A kernel's out= overload is another native function (slow_conv2d_forward_out_cpu beside
+    slow_conv2d_forward_cpu): reached through torch.ops.aten.<op>.out by a built name, with the dispatch
+    mode off, an unlisted one let the red team's conv2d, max_pool2d and cross_entropy through."""
+    library = kernel_symbols.library()
+    missing = []
+    for rule in (r for r in vars(rules).values() if isinstance(r, Forbidden)):
+        for name in rule.native:
+            missing += [(rule.name, other) for other in sorted(_siblings(name))
+                        if other not in rule.native and kernel_symbols.offsets(library, other)]
+    assert not missing, missing
+
+
 @pytest.fixture(scope="module")
 def watched(sandbox):
     workdir = make_workdir()

@@ -12,6 +12,8 @@ tests/scenarios.py):
 - requires_grad_false: requires_grad=False on torch.zeros(...), requires_grad_(False), reading it;
 - autograd_routes: real autograd by every route, each caught statically where the source proves
   it and at run time where it does not;
+- kernels_by_other_names: the library's own kernels through out= overloads and siblings, every net in
+  the child blinded: the kernel's count catches them;
 - autograd_past_the_engine: PyTorch's derivative formulas without the engine (a graph's nodes called
   directly, forward-mode AD) with every net inside the child blinded: the kernel's count catches them;
 - tensor_method_shortcuts: PyTorch's activation as a method of the input tensor (z.relu());
@@ -118,12 +120,24 @@ def test_real_autograd_is_caught_by_every_route(graded, exercise, how, line):
 
 
 PAST_THE_ENGINE = ["activations.sigmoid_grad", "activations.tanh_grad", "losses.mse_loss_grad"]
+OTHER_NAMES = ["cnn.conv2d", "cnn.max_pool2d", "activations.sigmoid", "activations.softmax", "losses.mse_loss",
+               "losses.cross_entropy", "transformer.layer_norm"]
 
 
 @pytest.mark.skipif(bool(native_watch.unavailable()), reason=native_watch.unavailable() or "")
 @pytest.mark.parametrize("exercise", PAST_THE_ENGINE)
 def test_autograd_past_the_engine_is_counted_by_the_kernel(graded, exercise):
     e = graded("autograd_past_the_engine", PAST_THE_ENGINE)[exercise]
+    assert e.status.value == "forbidden" and e.points == 0, (e.status, e.message)
+    assert e.message.startswith(CAUGHT["run"]) and "counted by the operating system" in e.message, e.message
+
+
+@pytest.mark.skipif(bool(native_watch.unavailable()), reason=native_watch.unavailable() or "")
+@pytest.mark.parametrize("exercise", OTHER_NAMES)
+def test_library_kernels_by_other_names_are_counted_by_the_kernel(graded, exercise):
+    """An out= overload, a sibling that computes the same (glu, huber, masked softmax, group norm), with
+    the tripwires and the dispatch mode blinded: the kernel's count is the line that holds."""
+    e = graded("kernels_by_other_names", OTHER_NAMES)[exercise]
     assert e.status.value == "forbidden" and e.points == 0, (e.status, e.message)
     assert e.message.startswith(CAUGHT["run"]) and "counted by the operating system" in e.message, e.message
 

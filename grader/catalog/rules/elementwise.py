@@ -45,14 +45,15 @@ SIGN = Forbidden(
 
 # ----------------------------------------------------------------------------- activations
 # Rationale: the sigmoid is the exercise; torch.sigmoid (and its aliases) would skip the stable formula.
+# F.glu is a times sigmoid(b): glu([1, z]) is the sigmoid itself (the red team's route).
+_SIGMOID_APIS = ("torch.sigmoid", "torch.special.expit", "torch.nn.functional.sigmoid", "torch.nn.Sigmoid",
+                 "torch.nn.functional.logsigmoid", "torch.nn.functional.glu", "torch.nn.GLU")
 SIGMOID = Forbidden(
     name="torch.sigmoid", rationale="this exercise is the sigmoid itself: write it with torch.exp, stably",
-    static=("torch.sigmoid", "torch.special.expit", "torch.nn.functional.sigmoid", "torch.nn.Sigmoid",
-            "torch.nn.functional.logsigmoid"),
-    patch=("torch.sigmoid", "torch.special.expit", "torch.nn.functional.sigmoid", "torch.Tensor.sigmoid",
-           "torch.Tensor.sigmoid_", "torch.nn.Sigmoid", "torch.nn.functional.logsigmoid"),
-    aten=("aten::sigmoid", "aten::log_sigmoid"),
-    native=_at("structured_sigmoid_out::impl", "log_sigmoid", "log_sigmoid_forward_cpu"))
+    static=_SIGMOID_APIS, patch=(*_SIGMOID_APIS, "torch.Tensor.sigmoid", "torch.Tensor.sigmoid_"),
+    aten=("aten::sigmoid", "aten::log_sigmoid", "aten::glu"),
+    native=_at("structured_sigmoid_out::impl", "log_sigmoid", "log_sigmoid_out", "log_sigmoid_forward_cpu",
+               "log_sigmoid_forward_out_cpu", "structured_glu_out::impl", "glu_jvp", "glu_jvp_out"))
 # Rationale: tanh is the exercise; torch.tanh would skip the stable formula.
 TANH = Forbidden(
     name="torch.tanh", rationale="this exercise is tanh itself: write it with torch.exp (or a stable sigmoid), stably",
@@ -65,7 +66,7 @@ RELU = Forbidden(
     static=("torch.relu", "torch.relu_", "torch.nn.functional.relu", "torch.nn.functional.relu_", "torch.nn.ReLU"),
     patch=("torch.relu", "torch.relu_", "torch.nn.functional.relu", "torch.nn.functional.relu_",
            "torch.Tensor.relu", "torch.Tensor.relu_", "torch.nn.ReLU"),
-    aten=("aten::relu",), native=_at("relu", "relu_"))
+    aten=("aten::relu",), native=_at("relu", "relu_", "relu_out"))
 # Rationale: leaky relu is the exercise; F.leaky_relu (and prelu/rrelu) would be the whole answer.
 LEAKY_RELU = Forbidden(
     name="torch.nn.functional.leaky_relu", rationale="this exercise is leaky relu itself: use torch.where",
@@ -82,7 +83,7 @@ ELU = Forbidden(
     name="torch.nn.functional.elu",
     rationale="this exercise is elu itself: use torch.where and torch.expm1 or torch.exp",
     static=_ELU_APIS, patch=_ELU_APIS, aten=("aten::elu", "aten::celu", "aten::selu"),
-    native=_at("structured_elu_out::impl", "celu", "selu"))
+    native=_at("structured_elu_out::impl", "celu", "celu_out", "selu"))
 # Rationale: gelu is the exercise; F.gelu would skip z * Phi(z).
 _GELU_APIS = ("torch.nn.functional.gelu", "torch.nn.GELU", "torch._C._nn.gelu")
 GELU = Forbidden(
@@ -100,23 +101,28 @@ SOFTMAX = Forbidden(
     patch=("torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax", "torch.Tensor.softmax",
            "torch.nn.Softmax", "torch._softmax", "torch.log_softmax", "torch.nn.functional.log_softmax",
            "torch.special.log_softmax", "torch.Tensor.log_softmax", "torch.nn.LogSoftmax", "torch._log_softmax"),
-    aten=("aten::_softmax", "aten::_log_softmax", "aten::softmax", "aten::log_softmax"),
-    native=_at("softmax", "log_softmax", "structured_softmax_cpu_out::impl", "structured_log_softmax_cpu_out::impl"))
+    aten=("aten::_softmax", "aten::_log_softmax", "aten::softmax", "aten::log_softmax", "aten::_masked_softmax"),
+    native=_at("softmax", "softmax_out", "log_softmax", "log_softmax_out", "structured_softmax_cpu_out::impl",
+               "structured_log_softmax_cpu_out::impl", "masked_softmax", "masked_softmax_cpu", "_masked_softmax_out"))
 # Rationale: logsumexp is the stable half of log_softmax; writing it is the exercise.
 LOGSUMEXP = Forbidden(
     name="torch.logsumexp",
     rationale="log_softmax is z minus the stable log-sum-exp: write that part yourself with the max trick",
     static=("torch.logsumexp", "torch.special.logsumexp"),
     patch=("torch.logsumexp", "torch.special.logsumexp", "torch.Tensor.logsumexp"),
-    aten=("aten::logsumexp",), native=_at("logsumexp"))
+    aten=("aten::logsumexp",), native=_at("logsumexp", "logsumexp_out"))
 
 # ----------------------------------------------------------------------------- losses
-# Rationale: the loss is the exercise; PyTorch's loss function would compute all of it.
-_MSE_APIS = ("torch.nn.functional.mse_loss", "torch.nn.MSELoss", "torch._C._nn.mse_loss")
+# Rationale: the loss is the exercise; PyTorch's loss function would compute all of it. The Huber and
+# smooth-L1 losses are the mean squared error, scaled, below their threshold (delta=1e300: the red team's).
+_MSE_APIS = ("torch.nn.functional.mse_loss", "torch.nn.MSELoss", "torch._C._nn.mse_loss",
+             "torch.nn.functional.huber_loss", "torch.nn.HuberLoss", "torch._C._nn.huber_loss",
+             "torch.nn.functional.smooth_l1_loss", "torch.nn.SmoothL1Loss", "torch._C._nn.smooth_l1_loss")
 MSE = Forbidden(
     name="torch.nn.functional.mse_loss",
     rationale="this exercise is the mean squared error itself: square the differences and average them",
-    static=_MSE_APIS, patch=_MSE_APIS, aten=("aten::mse_loss",), native=_at("structured_mse_loss_out::impl"))
+    static=_MSE_APIS, patch=_MSE_APIS, aten=("aten::mse_loss", "aten::huber_loss", "aten::smooth_l1_loss"),
+    native=_at("structured_mse_loss_out::impl", "huber_loss", "huber_loss_out", "structured_smooth_l1_loss_out::impl"))
 # Rationale: cross_entropy = log_softmax + picking the targets + mean; F.cross_entropy and
 # F.nll_loss do the picking and the mean, which are the exercise.
 _CROSS_ENTROPY_APIS = ("torch.nn.functional.cross_entropy", "torch.nn.functional.nll_loss",
@@ -128,7 +134,8 @@ CROSS_ENTROPY = Forbidden(
               "average them (torch.log_softmax is allowed; F.cross_entropy and F.nll_loss are not)",
     static=_CROSS_ENTROPY_APIS, patch=_CROSS_ENTROPY_APIS,
     aten=("aten::nll_loss", "aten::cross_entropy"),
-    native=_at("cross_entropy_loss_symint", "nll_loss_symint", "nll_loss_nd_symint", "nll_loss2d_forward_cpu",
+    native=_at("cross_entropy_loss_symint", "nll_loss_symint", "nll_loss_nd_symint", "nll_loss_out",
+               "nll_loss2d_forward_cpu", "nll_loss2d_forward_out_cpu",
                "structured_nll_loss_forward_out_cpu::impl"))
 
 # ----------------------------------------------------------------------------- mlp
@@ -137,7 +144,8 @@ LINEAR = Forbidden(
     name="torch.nn.functional.linear",
     rationale="this exercise is the layer itself: X @ W + b with the course's (in, out) weights",
     static=("torch.nn.functional.linear", "torch.nn.Linear", "torch._C._nn.linear", "torch.nn.functional.bilinear"),
-    patch=("torch.nn.functional.linear", "torch.nn.Linear", "torch._C._nn.linear"), native=_at("linear", "bilinear"))
+    patch=("torch.nn.functional.linear", "torch.nn.Linear", "torch._C._nn.linear"),
+    native=_at("linear", "linear_out", "bilinear"))
 # Rationale: the optimizer's update rule is the exercise; torch.optim would apply it for you. Its fused
 # kernels are reachable as torch._fused_*_ without torch.optim (the red team's adam_step called
 # torch._fused_adam_ by a built name): no correct answer calls them, so their entry is counted. Not

@@ -28,7 +28,10 @@ CONVOLUTION = Forbidden(
                                                             for d in (1, 2, 3)),
                *(f"conv{d}d_padding_symint" for d in (1, 2, 3)), "mkldnn_convolution", "thnn_conv2d",
                "slow_conv2d_forward_cpu", "slow_conv3d_forward_cpu", "slow_conv_dilated2d_cpu",
-               "slow_conv_dilated3d_cpu", "slow_conv_transpose3d_cpu",
+               "slow_conv_dilated3d_cpu", "slow_conv_transpose3d_cpu", "_convolution_out_symint", "conv_tbc_out",
+               "convolution_out_symint", "mkldnn_convolution_out_symint", "slow_conv2d_forward_out_cpu",
+               "slow_conv3d_forward_out_cpu", "slow_conv_dilated2d_out_symint", "slow_conv_dilated3d_out_symint",
+               "slow_conv_transpose3d_out_cpu", "thnn_conv2d_out",
                "structured_slow_conv_transpose2d_structured_cpu::impl"))
 # Rationale: max pooling is the exercise; the library pools would do the windowing for you.
 _MAX_POOL_APIS = ("torch.nn.functional.max_pool1d", "torch.nn.functional.max_pool2d",
@@ -41,6 +44,7 @@ MAX_POOL = Forbidden(
     rationale="this exercise is max pooling itself: form the windows (unfold or loops) and take their max",
     static=_MAX_POOL_APIS, patch=_MAX_POOL_APIS, aten=("max_pool", "adaptive_max_pool", "fractional_max_pool"),
     native=_at("max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool3d_with_indices_cpu",
+               "max_pool3d_with_indices_out_cpu",
                "structured_max_pool2d_with_indices_out_cpu::impl", "adaptive_max_pool1d",
                "structured_adaptive_max_pool2d_out_cpu::impl", "structured_fractional_max_pool2d_out_cpu::impl"))
 # Rationale: average pooling is the exercise; the library pools would do the windowing for you.
@@ -54,7 +58,8 @@ AVG_POOL = Forbidden(
     static=_AVG_POOL_APIS, patch=_AVG_POOL_APIS, aten=("avg_pool", "adaptive_avg_pool"),
     native=_at("avg_pool1d", "structured_avg_pool2d_out_cpu::impl", "structured_avg_pool3d_out_cpu::impl",
                "adaptive_avg_pool1d", "adaptive_avg_pool2d_symint", "adaptive_avg_pool2d_cpu",
-               "adaptive_avg_pool3d_cpu"))
+               "adaptive_avg_pool3d_cpu", "adaptive_avg_pool1d_out", "adaptive_avg_pool2d_out_cpu",
+               "adaptive_avg_pool3d_out_cpu", "adaptive_avg_pool3d_symint", "avg_pool1d_out"))
 
 # ----------------------------------------------------------------------------- rnn, lstm, gru
 _FUNCTIONAL = ("rnn_tanh", "rnn_relu", "rnn_tanh_cell", "rnn_relu_cell", "lstm", "lstm_cell", "gru", "gru_cell",
@@ -73,7 +78,8 @@ RECURRENT = Forbidden(
             *(f"torch.ops.aten.{f}" for f in _FUNCTIONAL)),
     patch=(*(f"torch.nn.{m}" for m in _MODULES), *(f"torch.nn.modules.rnn.{m}" for m in _MODULES),
            *(f"torch.{f}" for f in _FUNCTIONAL), *(f"torch._VF.{f}" for f in _FUNCTIONAL[:8])),
-    native=_at(*_FUNCTIONAL[:8], "mkldnn_rnn_layer", "quantized_lstm_cell", "quantized_gru_cell"),
+    native=_at(*_FUNCTIONAL[:8], "mkldnn_rnn_layer", "mkldnn_rnn_layer_out", "quantized_lstm_cell",
+               "quantized_gru_cell"),
 )
 # Rationale: the run-time net for a fused LSTM kernel reached by a route the tripwires cannot patch
 # (getattr on torch._C._VariableFunctions, read-only). On CPU only a whole LSTM sequence reaches the
@@ -100,8 +106,9 @@ EMBEDDING = Forbidden(
     patch=("torch.nn.functional.embedding", "torch.nn.functional.embedding_bag", "torch.embedding",
            "torch.embedding_bag", "torch.nn.Embedding", "torch.nn.EmbeddingBag",
            "torch.nn.modules.sparse.Embedding", "torch.nn.modules.sparse.EmbeddingBag"),
-    native=_at("embedding_symint", "embedding_bag", "_embedding_bag_cpu", "_embedding_bag_forward_only_cpu",
-               "embedding_backward_symint", "embedding_dense_backward_cpu"))
+    native=_at("embedding_symint", "embedding_out_symint", "embedding_bag", "_embedding_bag_cpu", "_embedding_bag_out",
+               "_embedding_bag_forward_only_cpu", "_embedding_bag_forward_only_out", "embedding_backward_symint",
+               "embedding_dense_backward_cpu", "embedding_dense_backward_out_symint"))
 # Rationale: the run-time net for the embedding kernel reached through torch.ops.aten by a computed name.
 # Attached to embedding_lookup, where the kernel is the whole answer (same dispatch-mode cost as above).
 EMBEDDING_KERNELS = Forbidden(
@@ -161,4 +168,8 @@ LAYER_NORM = Forbidden(
            "torch.nn.GroupNorm", "torch.nn.functional.batch_norm", "torch.batch_norm",
            "torch.nn.functional.instance_norm", "torch.instance_norm"),
     aten=("layer_norm", "group_norm", "batch_norm", "instance_norm"),
-    native=_at("layer_norm_symint", "layer_norm_cpu", "group_norm", "batch_norm", "instance_norm"))
+    native=_at("layer_norm_symint", "layer_norm_cpu", "group_norm", "native_group_norm", "native_group_norm_out_symint",
+               "math_group_norm", "batch_norm", "batch_norm_cpu", "batch_norm_cpu_out", "_batch_norm_legit_cpu",
+               "_batch_norm_legit_cpu_out", "_batch_norm_legit_no_stats_cpu", "_batch_norm_legit_no_stats_cpu_out",
+               "_batch_norm_with_update_cpu", "_batch_norm_with_update_cpu_out", "_batch_norm_no_update",
+               "_batch_norm_no_update_out", "_batch_norm_legit_no_training", "instance_norm"))
