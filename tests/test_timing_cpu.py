@@ -148,6 +148,15 @@ def test_slowing_the_reference_down_is_caught(grade_dir, perf_cfg):
                                  "work accounts for student"), p.message
 
 
+def test_keeping_the_reference_waiting_is_caught(grade_dir, perf_cfg):
+    """perf_keeps_reference_waiting: a hook sleeps whenever conv2d is called, which only the timing
+    reference does; asleep, it uses no CPU. The reference's calls take longer next to the module than
+    in the clean child, block for block."""
+    p = timed(grade_dir, submission("perf_keeps_reference_waiting"), "cnn.conv2d", perf_cfg)
+    assert p.status is Status.FAILED and p.ratio is None
+    assert p.details["flag"] in ("reference not kept waiting", "reference undisturbed"), p.message
+
+
 def test_a_wrong_function_is_not_timed(grade_dir, perf_cfg, make_submission):
     no_bias = mistake_source("attention", "multi_head_attention__no_bias")
     sub = make_submission({"attention.multi_head_attention": no_bias})

@@ -223,6 +223,10 @@ def test_an_honest_measurement_passes_every_guard():
     ((block("reference", [0.003] * 10, 0.04, cpu=0.031, cpu_all=0.031),
       block("baseline", [0.001] * 10, 0.013, cpu=0.011, cpu_all=0.011, cpu_calls=[0.001] * 10)), (),
      "reference undisturbed"),
+    # the same reference takes 5x as long next to the student's module, on the same CPU: kept waiting
+    ((block("reference", [0.005] * 10, 0.053, cpu=0.011, cpu_all=0.011),
+      block("baseline", [0.001] * 10, 0.013, cpu=0.011, cpu_all=0.011, cpu_calls=[0.001] * 10)), (),
+     "reference not kept waiting"),
     # a second thread busy while the reference runs
     ((block("reference", [0.001] * 10, 0.013, cpu=0.011, cpu_all=0.09),), (), "no other threads"),
     # loading the same inputs costs 4x the CPU in the student's process, load after load

@@ -105,6 +105,22 @@ def reference_undisturbed(m: Measurement) -> str:
     return ""
 
 
+# Rationale: the reference can also be made slow without using CPU: a hook that sleeps whenever an
+# operation only the reference calls runs (the red team's TorchFunctionMode on conv2d took a batch-loop
+# conv2d from 91.8x the reference to 19.7x, under CPU guards alone). Its calls next to the student's
+# module then take longer than in the clean child, block for block under the same load (the blocks
+# alternate), while its CPU does not grow. The medians keep one descheduled call from counting.
+def reference_not_kept_waiting(m: Measurement) -> str:
+    mine, clean = m.times("reference"), m.times("baseline")
+    if not mine or not clean:
+        return ""
+    mine_s, clean_s = stats.median(mine), stats.median(clean)
+    if mine_s > 1.5 * clean_s + 2e-4:
+        return (f"the reference took {mine_s * 1e3:.3g} ms a call next to your module against {clean_s * 1e3:.3g} ms "
+                "in a clean process: something in your module makes it wait (a sleep, a lock, a hook)")
+    return ""
+
+
 # Rationale: both sides run on the same threads; work on other threads of the child (a busy
 # background thread holding the interpreter while the reference runs, a helper finishing the
 # student's output) shows as CPU time outside the main thread.
@@ -151,6 +167,8 @@ GUARDS = (
     Guard("work accounts for student", "a patched timer cannot hide CPU time from the kernel",
           work_accounts_for_student),
     Guard("reference undisturbed", "the reference must cost what it costs in a clean process", reference_undisturbed),
+    Guard("reference not kept waiting", "the reference must take the time it takes in a clean process",
+          reference_not_kept_waiting),
     Guard("no other threads", "both sides get the same threads", no_other_threads),
     Guard("loads match", "no work hidden in the untimed requests", loads_match),
     Guard("events within host", "CUDA event spans must fit in the host's window", events_within_host),
