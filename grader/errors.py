@@ -28,3 +28,8 @@ class SelectionError(UsageError, ValueError):
 
 class SubmissionError(UsageError):
     """A submission path that cannot be read as a folder, .zip, .py or .ipynb."""
+
+
+class StubError(UsageError):
+    """A solutions module `grader stubs` refuses to turn into a stub (a marker out of place, an exercise
+    with no solution region, a syntax error): the message names file:line and what to write instead."""

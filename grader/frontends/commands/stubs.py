@@ -1,4 +1,7 @@
-"""`grader stubs [--check]`: regenerate exercises/ from solutions/ (or check they agree)."""
+"""`grader stubs [--check]`: regenerate exercises/ from solutions/ (or check they agree).
+
+Both refuse (exit 2, grader.errors.StubError) a solutions module whose stub could hold a worked
+solution: see grader.stubs."""
 from __future__ import annotations
 
 from grader.errors import ExitCode
@@ -22,6 +25,6 @@ def run(args) -> int:
         for name in bad:
             print(f"{exercises}/{name} differs from what `grader stubs` generates from {solutions}/{name}")
         return ExitCode.FAILED if bad else ExitCode.OK
-    for name in generate(solutions, exercises):
-        print(f"wrote {exercises}/{name}")
+    for name, stub in generate(solutions, exercises).items():
+        print(f"wrote {exercises}/{name}" + ("" if stub.regions else " (copied as it is: no exercise in it)"))
     return ExitCode.OK
