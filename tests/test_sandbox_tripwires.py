@@ -176,6 +176,38 @@ def test_a_tripwire_does_not_hand_out_the_original_it_wraps():
     assert not hasattr(module.increment_version, "__wrapped__")
 
 
+@pytest.mark.parametrize("prepared", [False, True], ids=["made in the child", "made in the zygote"])
+def test_replacing_the_record_method_silences_no_tripwire(tmp_path, prepared):
+    """Every tripwire and the dispatch-mode net recorded through Hits.add, looked up at each hit: one
+    assignment in the student's module silenced them all (red team: torch.optim.Adam, xavier_uniform_
+    and clip_grad_norm_, Python-level APIs no kernel count covers, passed). Each records with the
+    method it was installed with."""
+    script = tmp_path / "student_module.py"
+    script.write_text(textwrap.dedent(f'''
+        import importlib, json
+        from dataclasses import asdict
+        import torch
+        from grader.catalog import rules
+        from grader.sandbox import tripwires
+
+        if {prepared}:
+            tripwires.prepare([(rules.XAVIER.name, d) for d in rules.XAVIER.patch])
+        hits = tripwires.Hits()
+        tripwires.install([asdict(rules.XAVIER), asdict(rules.RELU)], hits)
+        watch = tripwires.AtenWatch([asdict(rules.RELU)], hits)
+        tripwires.Hits.add = lambda *a, **k: None
+        init = importlib.import_module("torch.nn." + "init")
+        getattr(init, "xavier_" + "uniform_")(torch.empty(3, 4))
+        with watch:
+            torch.ops.aten.relu(torch.ones(2))
+        print(json.dumps(sorted({{h["rule"] for h in hits.items}})))
+    '''))
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout.splitlines()[-1]) == sorted([rules.XAVIER.name, rules.RELU.name])
+
+
 def test_a_target_two_rules_patch_records_both(tmp_path):
     """The second rule finds the target already replaced, so it wraps what is there (the zygote's
     wrapper of the first, grader.sandbox.tripwires.prepare), as two wrappers made in the child do."""

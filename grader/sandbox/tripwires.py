@@ -84,10 +84,10 @@ def install(rules: list[dict[str, Any]], hits: Hits) -> None:
             try:
                 if ready is not None and getattr(ready[0], ready[1]) is ready[2]:
                     owner, attr, _, wrapper = ready
-                    _installed[key] = hits
+                    _installed[key] = hits.add
                 else:
                     owner, attr = _resolve(dotted)
-                    wrapper = _wire(getattr(owner, attr), dotted, lambda key=key: hits.add(*key))
+                    wrapper = _wire(getattr(owner, attr), dotted, lambda key=key, add=hits.add: add(*key))
                 setattr(owner, attr, wrapper)
             except (LookupError, AttributeError, TypeError):
                 continue      # absent in this torch, or read-only (a C type): the ATen net remains
@@ -97,7 +97,8 @@ def install(rules: list[dict[str, Any]], hits: Hits) -> None:
 # is forked: a child only puts its own exercise's in place, where making them cost each child ~0.6 ms
 # (classes subclassed, names resolved). One not installed in this process records nothing.
 _ready: dict[tuple[str, str], tuple[Any, str, Any, Any]] = {}      # -> (owner, attr, original, wrapper)
-_installed: dict[tuple[str, str], Hits] = {}
+_installed: dict[tuple[str, str], Callable[..., None]] = {}     # -> the Hits.add it records with, bound
+# at install: a submission that replaces Hits.add afterwards (one assignment) changes none of them
 
 
 def prepare(targets: list[tuple[str, str]]) -> None:
@@ -107,14 +108,14 @@ def prepare(targets: list[tuple[str, str]]) -> None:
         try:
             owner, attr = _resolve(key[1])
             original = getattr(owner, attr)
-            _ready[key] = (owner, attr, original, _wire(original, key[1], lambda key=key: _record(key)))
+            _ready[key] = (owner, attr, original, _wire(original, key[1], lambda key=key, record=_record: record(key)))
         except Exception:       # whatever torch's import of a module raises: the child makes its own
             continue
 
 
-def _record(key: tuple[str, str]) -> None:
-    if key in _installed:
-        _installed[key].add(*key)
+def _record(key: tuple[str, str], installed: dict = _installed) -> None:
+    if key in installed:
+        installed[key](*key)
 
 
 def _wire(original: Any, dotted: str, trip: Callable[[], None]) -> Any:
@@ -207,11 +208,11 @@ class AtenWatch(TorchDispatchMode):
     def __init__(self, rules: list[dict[str, Any]], hits: Hits) -> None:
         super().__init__()
         self.patterns = [(p, r["name"]) for r in rules for p in r.get("aten", ())]
-        self.hits = hits
+        self.add = hits.add
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         name = func.name()
         for pattern, rule in self.patterns:
             if pattern in name:
-                self.hits.add(rule, name)
+                self.add(rule, name)
         return func(*args, **(kwargs or {}))
