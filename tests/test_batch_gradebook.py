@@ -4,7 +4,7 @@ import sqlite3
 
 import pytest
 
-from grader.frontends.batch.gradebook import Gradebook, fingerprint
+from grader.frontends.batch.gradebook import SCHEMA_VERSION, Gradebook, Run, fingerprint
 from grader.results import CaseResult, ExerciseResult, PerfResult, Status, SubmissionResult
 
 
@@ -118,7 +118,7 @@ def test_a_version_1_gradebook_opens_and_keeps_its_rows(tmp_path):
     db.close()
 
     book = Gradebook(path)
-    assert book.db.execute("SELECT value FROM meta").fetchone()[0] == "2"
+    assert book.db.execute("SELECT value FROM meta").fetchone()[0] == str(SCHEMA_VERSION)
     (row,) = book.rows()
     assert (row.student, row.score, row.penalty, row.final, row.late) == ("alice", 1.0, 0.0, 1.0, None)
     assert book.current() == {"alice": ("h1", "s1", "graded")}        # so an unchanged submission stays skipped
@@ -127,6 +127,19 @@ def test_a_version_1_gradebook_opens_and_keeps_its_rows(tmp_path):
     book.close()
     (row,) = Gradebook(path).rows()                                   # opening again migrates nothing twice
     assert (row.score, row.penalty, row.final, row.late) == (1.0, 0.1, 0.9, late)
+    assert Gradebook(path).latest_run() == Run(1, "then", True, "s1", None)     # which students: not recorded
+
+
+def test_a_run_records_the_students_it_found_and_whether_it_finished(tmp_path):
+    book = Gradebook(str(tmp_path / "g.sqlite"))
+    assert book.latest_run() is None
+    first = book.begin_run("s1", [], 1, "test", ["alice", "bob"])
+    book.end_run(first)
+    second = book.begin_run("s2", [], 1, "test", ["alice"])
+    run = book.latest_run()
+    assert (run.id, run.finished, run.settings_hash, run.students) == (second, False, "s2", ("alice",))
+    book.end_run(second)
+    assert book.latest_run().finished
 
 
 def test_a_newer_gradebook_is_refused_with_the_fix(tmp_path):
@@ -136,7 +149,8 @@ def test_a_newer_gradebook_is_refused_with_the_fix(tmp_path):
     db.execute("UPDATE meta SET value='9' WHERE key='schema_version'")
     db.commit()
     db.close()
-    with pytest.raises(RuntimeError, match="schema version 9, this grader writes 2; use a new --out folder"):
+    with pytest.raises(RuntimeError, match=f"schema version 9, this grader writes {SCHEMA_VERSION}; use a new --out "
+                                           "folder"):
         Gradebook(path)
 
 

@@ -12,7 +12,8 @@ grader failed on the submission (a worker died) or on one of its exercises (a GR
 status), so its zeros are no grade, and the next run grades it again.
 
 Tables:
-  runs         one row per `grader batch` invocation
+  runs         one row per `grader batch` invocation: its settings, and the students it found (the
+               rows of its grades.csv); finished_at stays NULL for a run killed before its end
   submissions  one row per student: hashes, the raw score, the late penalty and the final score
                (grader.deadlines; penalty 0 and final = raw without a [deadline]), state, the whole
                result as JSON
@@ -22,6 +23,8 @@ Tables:
 
 Schema versions: 1 had no penalty columns; opening a version-1 gradebook adds them (penalty 0,
 final score = raw score, lateness not yet assessed), in the same transaction that bumps the version.
+2 did not record which submissions a run found (runs.students): grades.csv holds those students'
+rows only, and `grader export` sends the same rows; a run recorded before has NULL there.
 """
 from __future__ import annotations
 
@@ -34,7 +37,7 @@ from typing import Iterator
 from grader.deadlines.policy import Lateness
 from grader.results import SubmissionResult, from_dict, to_dict
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
@@ -44,7 +47,8 @@ CREATE TABLE IF NOT EXISTS runs (
     settings_hash TEXT NOT NULL,
     exercises TEXT NOT NULL,
     jobs INTEGER NOT NULL,
-    grader_version TEXT NOT NULL
+    grader_version TEXT NOT NULL,
+    students TEXT                    -- JSON list of the student ids it found (NULL before schema 3)
 );
 CREATE TABLE IF NOT EXISTS submissions (
     student TEXT PRIMARY KEY,
@@ -102,6 +106,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE submissions ADD COLUMN final_score REAL",
         "ALTER TABLE submissions ADD COLUMN lateness TEXT",
         "UPDATE submissions SET final_score = score"),
+    2: ("ALTER TABLE runs ADD COLUMN students TEXT",),
 }
 COLUMNS = ("student", "content_hash", "settings_hash", "path", "state", "score", "max_score", "message", "seconds",
            "result", "run_id", "graded_at", "penalty", "final_score", "lateness")
@@ -129,6 +134,17 @@ class Row:
     def final(self) -> float:
         """The score after any late penalty: what grades.csv, the LMS and the class report use."""
         return self.score if self.final_score is None else self.final_score
+
+
+@dataclass(frozen=True)
+class Run:
+    """One `grader batch` invocation, as the gradebook recorded it."""
+
+    id: int
+    started_at: str
+    finished: bool                       # False: killed (or still running) before grades.csv was written
+    settings_hash: str
+    students: tuple[str, ...] | None     # the students it found; None: not recorded (before schema 3)
 
 
 def fingerprint(diagnosis: str) -> str:
@@ -170,16 +186,26 @@ class Gradebook:
         return _Transaction(self.db)
 
     # -- runs --------------------------------------------------------------------------------
-    def begin_run(self, settings_hash: str, exercises: list[str], jobs: int, version: str) -> int:
+    def begin_run(self, settings_hash: str, exercises: list[str], jobs: int, version: str,
+                  students: list[str] | None = None) -> int:
+        """A new run; `students`: those it found, whose rows its grades.csv holds."""
         with self.transaction():
-            cur = self.db.execute("INSERT INTO runs (started_at, settings_hash, exercises, jobs, grader_version) "
-                                  "VALUES (?, ?, ?, ?, ?)",
-                                  (_now(), settings_hash, json.dumps(exercises), jobs, version))
+            cur = self.db.execute("INSERT INTO runs (started_at, settings_hash, exercises, jobs, grader_version, "
+                                  "students) VALUES (?, ?, ?, ?, ?, ?)",
+                                  (_now(), settings_hash, json.dumps(exercises), jobs, version,
+                                   None if students is None else json.dumps(students)))
         return int(cur.lastrowid)
 
     def end_run(self, run_id: int) -> None:
         with self.transaction():
             self.db.execute("UPDATE runs SET finished_at=? WHERE id=?", (_now(), run_id))
+
+    def latest_run(self) -> Run | None:
+        """The run begun last (None: no run yet)."""
+        r = self.db.execute("SELECT id, started_at, finished_at, settings_hash, students FROM runs "
+                            "ORDER BY id DESC LIMIT 1").fetchone()
+        return None if r is None else Run(r[0], r[1], r[2] is not None, r[3],
+                                          None if r[4] is None else tuple(json.loads(r[4])))
 
     # -- results -----------------------------------------------------------------------------
     def current(self) -> dict[str, tuple[str, str, str]]:

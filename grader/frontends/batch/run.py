@@ -132,9 +132,10 @@ def run_batch(options: Options, config: Config, stream: TextIO | None = None) ->
     book = Gradebook(os.path.join(out, "gradebook.sqlite"))
     try:
         settings = settings_hash(config, ids, cuda=not options.no_wait_gpu)
+        students = [e.student for e in found.entries]
         todo = _plan(found.entries, book, settings, options.force, summary)
-        recorder = _Recorder(out, book, book.begin_run(settings, ids, executor.slots, __version__), settings, specs,
-                             config, summary, Progress(len(todo), len(summary.skipped), stream))
+        recorder = _Recorder(out, book, book.begin_run(settings, ids, executor.slots, __version__, students), settings,
+                             specs, config, summary, Progress(len(todo), len(summary.skipped), stream))
         recorder.progress.begin()
         tasks = {}
         for entry, digest in todo:
@@ -146,7 +147,7 @@ def run_batch(options: Options, config: Config, stream: TextIO | None = None) ->
             executor.run(list(tasks), lambda d: recorder.done(d, *tasks[d.task]))
         summary.notes.extend(executor.notes)
         recorder.progress.finish()
-        rows = list(book.rows([e.student for e in found.entries]))
+        rows = list(book.rows(students))      # grades.csv's rows: those `grader export` sends (runs.students)
         rows = late.settle(deadline, book, rows, out, config.visibility)     # late penalties: raw, penalty, final
         summary.notes.extend(late.notes(deadline, rows))
         links = _similarity(out, options, specs, config, summary) if options.similarity else ()
