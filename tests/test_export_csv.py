@@ -1,14 +1,17 @@
 """`grader export csv --format canvas|moodle|blackboard`: each LMS's import layout, final scores,
-the roster's identifiers, and students without a grade left out."""
+the roster's identifiers, and students without a grade left out; the rows are those of the last
+batch run's grades.csv."""
 import csv
 import io
+import sqlite3
 import subprocess
 import sys
 
 import pytest
 
 from conftest import ROOT
-from fixtures.lms.graded import make_graded
+from fixtures.batch.build import make_class, run_batch
+from fixtures.lms.graded import add_run, make_graded
 
 
 @pytest.fixture(scope="module")
@@ -65,3 +68,54 @@ def test_a_bad_roster_and_a_folder_without_a_gradebook_are_usage_errors(graded, 
     assert proc.returncode == 2 and "the header needs a 'student' column" in proc.stderr
     proc = export(tmp_path, "--format", "canvas", "--name", "x")
     assert proc.returncode == 2 and "no gradebook.sqlite here; pass the --out folder of `grader batch`" in proc.stderr
+
+
+def test_only_the_rows_of_the_last_batch_runs_grades_csv_are_exported(tmp_path):
+    """A re-run with fewer exercises and one submission removed: grades.csv drops dave, and so must
+    the export (before: dave's stale 2-exercise row went out, and set Blackboard's Total Pts)."""
+    subs = make_class(tmp_path / "subs", {"alice": "correct", "bob": {"causal_mask": "inverted"}, "dave": "correct"})
+    out = tmp_path / "out"
+    first = run_batch(subs, out, "attention.causal_mask", "attention.positional_encoding", jobs=1)
+    assert first.returncode == 0, first.stderr[-3000:]
+    (subs / "dave" / "attention.py").unlink()
+    (subs / "dave").rmdir()
+    again = run_batch(subs, out, "attention.causal_mask", jobs=1)
+    assert again.returncode == 0, again.stderr[-3000:]
+    kept = table((out / "grades.csv").read_text())
+    assert [r[0] for r in kept[1:]] == ["alice", "bob"]
+    points = kept[1][3]                                   # max_score of the causal_mask-only run
+    proc = export(out, "--format", "blackboard", "--name", "PS1")
+    assert proc.returncode == 0, proc.stderr
+    assert table(proc.stdout) == [["Last Name", "First Name", "Username", f"PS1 [Total Pts: {points} Score]"],
+                                  ["", "", "alice", points], ["", "", "bob", kept[2][2]]]
+    assert ("note: left out, not among the submissions the last `grader batch` (run 2) found, so not in its "
+            "grades.csv: dave") in proc.stderr
+    dry = subprocess.run([sys.executable, "-m", "grader", "export", "canvas", str(out), "--course", "1",
+                          "--assignment", "2", "--url", "https://canvas.example.edu", "--dry-run"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert dry.returncode == 0 and "Would post 2 grades" in dry.stdout and "dave" not in dry.stdout
+    assert "left out, not among the submissions" in dry.stderr and "dave" in dry.stderr
+
+
+def test_a_batch_that_did_not_finish_is_not_exported(tmp_path):
+    out = add_run(add_run(tmp_path / "out", {"ada": 8.0, "bob": 10.0}), {"ada": 9.0}, settings="t", finished=False)
+    proc = export(out, "--format", "moodle", "--name", "PS1")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "the last `grader batch` into it (run 2, begun" in proc.stderr
+    assert "did not finish (stopped, or still running)" in proc.stderr and "run the same grader batch again" in \
+        proc.stderr
+
+
+def test_a_run_that_did_not_record_its_submissions_keeps_the_rows_of_its_settings(tmp_path):
+    out = add_run(tmp_path / "out", {"ada": 8.0, "bob": 10.0, "dave": 10.0}, settings="old")
+    add_run(out, {"ada": 4.0, "bob": 4.0}, settings="new")
+    db = sqlite3.connect(out / "gradebook.sqlite")      # as a grader before schema 3 left it
+    db.execute("UPDATE runs SET students = NULL")
+    db.commit()
+    db.close()
+    proc = export(out, "--format", "moodle", "--name", "PS1")
+    assert [r[0] for r in table(proc.stdout)[1:]] == ["ada", "bob"]
+    assert "left out, graded under other settings (exercises, points, limits) than the last `grader batch` " \
+           "(run 2): dave" in proc.stderr
+    assert "that run did not record which submissions it found" in proc.stderr
+

@@ -112,6 +112,8 @@ def _canvas_error(e: Exception, target) -> str:
 
 
 def _left_out(graded) -> int:
+    for note in graded.left_out:        # rows grades.csv does not hold (an older run's): not sent, said
+        print(f"note: {note}", file=sys.stderr)
     if graded.not_graded:
         print(f"not sent, the grader failed on them (no grade; run grader batch again): "
               f"{', '.join(graded.not_graded)}", file=sys.stderr)

@@ -31,7 +31,8 @@ class Layout(str, Enum):
 
 def write(layout: Layout, graded: Graded, people: dict[str, Person], assignment: str, column_id: str = "",
           points: float | None = None) -> tuple[str, list[str]]:
-    """The file's text, and notes for the instructor (students the roster lacks, identifiers guessed)."""
+    """The file's text, and notes for the instructor (rows left out, students the roster lacks, identifiers
+    guessed)."""
     points = points if points is not None else max((r.max_score for r in graded.rows), default=0.0)
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\r\n" if layout is Layout.BLACKBOARD else "\n",
@@ -43,7 +44,7 @@ def write(layout: Layout, graded: Graded, people: dict[str, Person], assignment:
         if not (p.canvas_id or p.sis_user_id or p.login_id or p.email):
             guessed.append(row.student)
         writer.writerow(_line(layout, p, score_text(row.final)))
-    notes = []
+    notes = list(graded.left_out)
     if guessed:
         notes.append(f"{len(guessed)} student{'s' if len(guessed) > 1 else ''} not in the roster "
                      f"({', '.join(guessed[:10])}{' …' if len(guessed) > 10 else ''}): their grader id is written as "

@@ -10,6 +10,9 @@ grades.csv) to the people of the LMS. Columns, by header (case and spaces ignore
     sis_user_id   the institution's student number (Canvas's SIS User ID, Moodle's ID number)
     canvas_id     Canvas's own user id, when known
     section       the section name (Canvas's CSV has a column for it)
+
+The rows sent are those of the last batch run's grades.csv: a student whose submission that run did not
+find keeps an older row in the gradebook, which is left out, and named.
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ import os
 from dataclasses import dataclass
 
 from grader.errors import UsageError
-from grader.frontends.batch.gradebook import Gradebook, Row
+from grader.frontends.batch.gradebook import Gradebook, Row, Run
 from grader.frontends.batch.outputs import student_dir
 
 ROSTER_COLUMNS = ("student", "name", "first_name", "last_name", "email", "login_id", "sis_user_id", "canvas_id",
@@ -60,6 +63,7 @@ class Graded:
     folder: str
     rows: tuple[Row, ...]
     not_graded: tuple[str, ...]
+    left_out: tuple[str, ...] = ()       # the gradebook's rows grades.csv does not hold, and why
 
     def feedback(self, student: str, name: str) -> str:
         return os.path.join(student_dir(self.folder, student), name)
@@ -71,11 +75,33 @@ def graded(folder: str) -> Graded:
         raise ExportError(f"{folder}: no gradebook.sqlite here; pass the --out folder of `grader batch`")
     book = Gradebook(path)
     try:
-        rows = list(book.rows())
+        rows, run = list(book.rows()), book.latest_run()
     finally:
         book.close()
+    rows, left_out = _of_run(rows, run, folder)
     return Graded(folder, tuple(r for r in rows if r.state != "grader_error"),
-                  tuple(r.student for r in rows if r.state == "grader_error"))
+                  tuple(r.student for r in rows if r.state == "grader_error"), tuple(left_out))
+
+
+def _of_run(rows: list[Row], run: Run | None, folder: str) -> tuple[list[Row], list[str]]:
+    """The rows of the last run's grades.csv (the students it found), and what is said of the others."""
+    if run is None:
+        return rows, []
+    if not run.finished:
+        raise ExportError(f"{folder}: the last `grader batch` into it (run {run.id}, begun {run.started_at}) did not "
+                          "finish (stopped, or still running), so its grades.csv and gradebook may disagree: run the "
+                          "same grader batch again (it goes on where it stopped), then export")
+    if run.students is not None:
+        found = set(run.students)
+        kept = [r for r in rows if r.student in found]
+        why = [f"not among the submissions the last `grader batch` (run {run.id}) found, so not in its grades.csv"]
+    else:       # a run recorded before schema 3: only its settings tell its rows
+        kept = [r for r in rows if r.settings_hash == run.settings_hash]
+        why = [f"graded under other settings (exercises, points, limits) than the last `grader batch` (run {run.id})",
+               "that run did not record which submissions it found (an older grader): a removed submission graded "
+               "under the same settings is still sent; run grader batch again to leave it out"]
+    gone = sorted({r.student for r in rows} - {r.student for r in kept})
+    return kept, ([f"left out, {why[0]}: {', '.join(gone)}"] if gone else []) + why[1:]
 
 
 def _key(header: str) -> str:
