@@ -264,3 +264,23 @@ def test_the_token_comes_only_from_the_environment(graded, canvas, args, token, 
 def test_plain_http_is_refused_beyond_this_machine(graded):
     proc = export(graded, "http://canvas.example.edu")
     assert proc.returncode == 2 and "plain http would send the token unencrypted; use https://" in proc.stderr
+
+def test_two_students_matched_to_one_canvas_user_stop_the_export_before_anything_is_sent(graded, canvas, tmp_path):
+    fake, url = canvas
+    roster = tmp_path / "roster.csv"        # ada by her SIS id, bob by the login that is also ada's: user 101
+    roster.write_text("student,sis_user_id,login_id\nada,S001,\nbob,,ada\n")
+    proc = export(graded, url, "--roster", str(roster), roster=False)
+    assert proc.returncode == 2, proc.stderr
+    assert ("grader: error: students matched to one Canvas user: ada and bob (Canvas user 101); nothing was sent"
+            in proc.stderr) and "Traceback" not in proc.stderr
+    assert not [p for m, p, _, _ in fake.requests if m == "POST"] and fake.scores == {}
+
+
+def test_a_dry_run_refuses_two_students_the_roster_gives_one_login(graded, canvas, tmp_path):
+    fake, url = canvas
+    roster = tmp_path / "roster.csv"
+    roster.write_text("student,login_id\nada,al\nbob,AL\ncy,cy\ndee,dee\n")
+    proc = export(graded, url, "--dry-run", "--roster", str(roster), token=None, roster=False)
+    assert proc.returncode == 2 and "Would post" not in proc.stdout and fake.requests == []
+    assert "students the LMS would take for one person: ada and bob (both login 'al')" in proc.stderr
+

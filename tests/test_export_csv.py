@@ -1,6 +1,6 @@
 """`grader export csv --format canvas|moodle|blackboard`: each LMS's import layout, final scores,
 the roster's identifiers, and students without a grade left out; the rows are those of the last
-batch run's grades.csv."""
+batch run's grades.csv, and two students who are one person to the LMS are refused."""
 import csv
 import io
 import sqlite3
@@ -118,4 +118,22 @@ def test_a_run_that_did_not_record_its_submissions_keeps_the_rows_of_its_setting
     assert "left out, graded under other settings (exercises, points, limits) than the last `grader batch` " \
            "(run 2): dave" in proc.stderr
     assert "that run did not record which submissions it found" in proc.stderr
+
+@pytest.mark.parametrize("scores,roster,clash", [
+    ({"Bob": 10.0, "bob": 0.0}, None, "Bob and bob (both login 'bob')"),
+    ({"alice": 0.0, "alice.zip": 10.0}, "student,login_id\nalice,al\nalice.zip,al\n", "alice and alice.zip (both "
+                                                                                         "login 'al')"),
+    ({"ada": 5.0, "ann": 6.0}, "student,email\nada,A@uni.example\nann,a@uni.example\n", "ada and ann (both e-mail "
+                                                                                         "'a@uni.example')"),
+])
+def test_two_students_the_lms_takes_for_one_person_are_refused(tmp_path, scores, roster, clash):
+    out = add_run(tmp_path / "out", scores)
+    args = ["--roster", str(tmp_path / "roster.csv")] if roster else []
+    if roster:
+        (tmp_path / "roster.csv").write_text(roster)
+    for layout in ("canvas", "moodle", "blackboard"):
+        proc = export(out, "--format", layout, "--name", "PS1", *args)
+        assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+        assert f"grader: error: students the LMS would take for one person: {clash}; it would keep whichever " \
+               "grade it applied last" in proc.stderr
 

@@ -87,6 +87,8 @@ def run_canvas(args) -> int:
                          f"as a teacher of course {args.course}) and export {TOKEN_ENV}=...")
     try:
         outcome = canvas.export(target, token, grades, canvas.Feedback(args.feedback), args.wait, sys.stderr)
+    except UsageError:                  # two students matched to one Canvas user: said as it is
+        raise
     except Exception as e:              # canvasapi's and requests' exceptions, in words
         raise UsageError(_canvas_error(e, target)) from None
     return _report(outcome, graded, target)

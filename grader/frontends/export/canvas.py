@@ -5,7 +5,8 @@ Steps, in order (each a documented Canvas endpoint):
      and the token may read them (401 -> a clear error, exit 2);
   2. GET  /api/v1/courses/:course_id/users?enrollment_type[]=student&include[]=email (paginated by
      its Link header), only when some student's Canvas id is not in the roster: the grader's ids
-     matched to Canvas users by the roster's SIS id, login or email, or by the id itself;
+     matched to Canvas users by the roster's SIS id, login or email, or by the id itself; two students
+     matched to one Canvas user stop the export before anything is sent (ExportError, exit 2);
   3. POST .../assignments/:id/submissions/update_grades with grade_data[<user_id>][posted_grade]
      (and [text_comment] with --feedback comment), in chunks; each answers with a Progress object,
      polled at GET /api/v1/progress/:id until it is completed or failed;
@@ -23,7 +24,7 @@ from enum import Enum
 from typing import TextIO
 
 from grader.frontends.batch.outputs import score_text
-from grader.frontends.export.source import Graded, Person, person
+from grader.frontends.export.source import ExportError, Graded, Person, one_person_each, person
 from grader.reports.escape import text_line
 
 CHUNK = 100                      # students per bulk update
@@ -71,6 +72,8 @@ class Outcome:
 
 
 def plan(graded: Graded, people: dict[str, Person], feedback: Feedback) -> list[Grade]:
+    """The grades to send, one per graded row. ExportError when two students would be one person."""
+    one_person_each(graded.rows, people)
     grades = []
     for row in graded.rows:
         comment = comment_text(row) if feedback is Feedback.COMMENT else ""
@@ -119,6 +122,7 @@ def export(target: Target, token: str, grades: list[Grade], feedback: Feedback, 
     assignment = course.get_assignment(target.assignment)
     outcome = Outcome()
     ids = _map(course, grades, outcome)
+    _one_student_each(ids)
     mapped = [g for g in grades if g.student in ids]
     for start in range(0, len(mapped), CHUNK):
         chunk = mapped[start:start + CHUNK]
@@ -180,6 +184,19 @@ def _map(course, grades: list[Grade], outcome: Outcome) -> dict[str, int]:
         else:
             ids[g.student] = found
     return ids
+
+
+def _one_student_each(ids: dict[str, int]) -> None:
+    """ExportError when two students matched one Canvas user: Canvas would keep the grade sent last."""
+    by_user: dict[int, list[str]] = {}
+    for student, user in ids.items():
+        by_user.setdefault(user, []).append(student)
+    shared = [f"{' and '.join(students)} (Canvas user {user})" for user, students in by_user.items()
+              if len(students) > 1]
+    if shared:
+        raise ExportError(f"students matched to one Canvas user: {'; '.join(shared)}; nothing was sent, since Canvas "
+                          "would keep whichever grade came last. Remove the submission that does not count and run "
+                          "grader batch again, or give each student their own identifiers in the roster")
 
 
 def _attach(assignment, target: Target, grades: list[Grade], ids: dict[str, int], outcome: Outcome) -> None:

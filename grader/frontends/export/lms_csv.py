@@ -20,7 +20,7 @@ import io
 from enum import Enum
 
 from grader.frontends.batch.outputs import score_text
-from grader.frontends.export.source import Graded, Person, person
+from grader.frontends.export.source import Graded, Person, one_person_each, person
 
 
 class Layout(str, Enum):
@@ -32,7 +32,8 @@ class Layout(str, Enum):
 def write(layout: Layout, graded: Graded, people: dict[str, Person], assignment: str, column_id: str = "",
           points: float | None = None) -> tuple[str, list[str]]:
     """The file's text, and notes for the instructor (rows left out, students the roster lacks, identifiers
-    guessed)."""
+    guessed). ExportError when two students would be one person to the LMS."""
+    one_person_each(graded.rows, people)
     points = points if points is not None else max((r.max_score for r in graded.rows), default=0.0)
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\r\n" if layout is Layout.BLACKBOARD else "\n",

@@ -12,7 +12,9 @@ grades.csv) to the people of the LMS. Columns, by header (case and spaces ignore
     section       the section name (Canvas's CSV has a column for it)
 
 The rows sent are those of the last batch run's grades.csv: a student whose submission that run did not
-find keeps an older row in the gradebook, which is left out, and named.
+find keeps an older row in the gradebook, which is left out, and named. Two students the LMS would take
+for one person (the same login, SIS id, e-mail or Canvas id, case ignored) are refused: the LMS would keep
+whichever of their grades it applied last.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from grader.errors import UsageError
 from grader.frontends.batch.gradebook import Gradebook, Row, Run
 from grader.frontends.batch.outputs import student_dir
 
+IDENTIFIERS = {"canvas_id": "Canvas id", "sis_user_id": "SIS user id", "login_id": "login", "email": "e-mail"}
 ROSTER_COLUMNS = ("student", "name", "first_name", "last_name", "email", "login_id", "sis_user_id", "canvas_id",
                   "section")
 
@@ -47,6 +50,13 @@ class Person:
     @property
     def display(self) -> str:
         return self.name or " ".join(p for p in (self.first_name, self.last_name) if p) or self.student
+
+    @property
+    def identities(self) -> list[tuple[str, str]]:
+        """What the LMS knows this person by, (kind, value) with case ignored: the roster's identifiers,
+        else the grader's id taken as the login (as both exports take it)."""
+        found = [(k, getattr(self, k).casefold()) for k in IDENTIFIERS if getattr(self, k)]
+        return found or [("login_id", self.student.casefold())]
 
     @property
     def sortable(self) -> str:
@@ -102,6 +112,23 @@ def _of_run(rows: list[Row], run: Run | None, folder: str) -> tuple[list[Row], l
                "under the same settings is still sent; run grader batch again to leave it out"]
     gone = sorted({r.student for r in rows} - {r.student for r in kept})
     return kept, ([f"left out, {why[0]}: {', '.join(gone)}"] if gone else []) + why[1:]
+
+
+def one_person_each(rows, people: dict[str, Person]) -> None:
+    """ExportError when two students' rows would go to the same person in the LMS (the same login,
+    SIS id, e-mail or Canvas id, case ignored): the LMS keeps whichever grade it applies last."""
+    seen: dict[tuple[str, str], str] = {}
+    clashes: dict[tuple[str, str], str] = {}
+    for row in rows:
+        for kind, value in person(people, row.student).identities:
+            first = seen.setdefault((kind, value), row.student)
+            if first != row.student:
+                clashes.setdefault((first, row.student), f"{first} and {row.student} (both {IDENTIFIERS[kind]} "
+                                                         f"{value!r})")
+    if clashes:
+        raise ExportError(f"students the LMS would take for one person: {'; '.join(clashes.values())}; it would keep "
+                          "whichever grade it applied last. Remove the submission that does not count and run grader "
+                          "batch again, or give each student their own identifiers in the roster")
 
 
 def _key(header: str) -> str:
