@@ -1,6 +1,6 @@
 """`grader export csv --format canvas|moodle|blackboard`: each LMS's import layout, final scores,
 the roster's identifiers, and students without a grade left out; the rows are those of the last
-batch run's grades.csv, and two students who are one person to the LMS are refused."""
+batch run's grades.csv, two students who are one person to the LMS are refused."""
 import csv
 import io
 import sqlite3
@@ -136,4 +136,16 @@ def test_two_students_the_lms_takes_for_one_person_are_refused(tmp_path, scores,
         assert proc.returncode == 2 and proc.stdout == "", proc.stderr
         assert f"grader: error: students the LMS would take for one person: {clash}; it would keep whichever " \
                "grade it applied last" in proc.stderr
+
+def test_a_last_first_name_is_split_at_its_comma(tmp_path):
+    out = add_run(tmp_path / "out", {"alice": 10.0, "bob": 8.0})
+    (tmp_path / "roster.csv").write_text('student,name,login_id\nalice,"Liddell, Alice",aliddell\n'
+                                         'bob,Bob van Babbage,bb\n')
+    roster = ["--roster", str(tmp_path / "roster.csv")]
+    moodle = table(export(out, "--format", "moodle", "--name", "X", *roster).stdout)
+    assert [r[3:5] for r in moodle[1:]] == [["Alice", "Liddell"], ["Bob van", "Babbage"]]
+    blackboard = table(export(out, "--format", "blackboard", "--name", "X", *roster).stdout)
+    assert [r[:2] for r in blackboard[1:]] == [["Liddell", "Alice"], ["Babbage", "Bob van"]]
+    canvas = table(export(out, "--format", "canvas", "--name", "X", *roster).stdout)
+    assert canvas[1][0] == "Liddell, Alice"
 

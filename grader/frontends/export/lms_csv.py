@@ -70,9 +70,7 @@ def _line(layout: Layout, p: Person, score: str) -> list[str]:
     login = p.login_id or (p.student if not (p.canvas_id or p.sis_user_id or p.email) else "")
     if layout is Layout.CANVAS:
         return [p.sortable, p.canvas_id, p.sis_user_id, login, p.section, score]
-    first, last = p.first_name, p.last_name
-    if not (first or last) and p.name:
-        first, _, last = p.name.rpartition(" ") if " " in p.name else ("", "", p.name)
+    first, last = p.first_last
     if layout is Layout.MOODLE:
         return [p.login_id or p.student, p.email, p.sis_user_id, first, last, score]
     return [last, first, p.login_id or p.student, score]

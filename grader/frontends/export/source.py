@@ -4,7 +4,8 @@ The roster maps the grader's student id (the folder name in the submissions, the
 grades.csv) to the people of the LMS. Columns, by header (case and spaces ignored):
 
     student       the grader's id (required)
-    name          the display name ("Ada Lovelace"); or first_name and last_name
+    name          the display name ("Ada Lovelace", or "Lovelace, Ada": a comma puts the last name
+                  first); or first_name and last_name
     email         the e-mail address
     login_id      the login (Canvas's SIS Login ID, Blackboard's and Moodle's username)
     sis_user_id   the institution's student number (Canvas's SIS User ID, Moodle's ID number)
@@ -50,6 +51,18 @@ class Person:
     @property
     def display(self) -> str:
         return self.name or " ".join(p for p in (self.first_name, self.last_name) if p) or self.student
+
+    @property
+    def first_last(self) -> tuple[str, str]:
+        """(first name, last name): the roster's columns, else the name split, "Last, First" at its
+        comma and "First Last" at its last space."""
+        if self.first_name or self.last_name:
+            return self.first_name, self.last_name
+        if "," in self.name:
+            last, _, first = self.name.partition(",")
+            return first.strip(), last.strip()
+        first, _, last = self.name.rpartition(" ")
+        return first.strip(), last
 
     @property
     def identities(self) -> list[tuple[str, str]]:
