@@ -1,6 +1,7 @@
 """`grader export csv --format canvas|moodle|blackboard`: each LMS's import layout, final scores,
 the roster's identifiers, and students without a grade left out; the rows are those of the last
-batch run's grades.csv, two students who are one person to the LMS are refused."""
+batch run's grades.csv, two students who are one person to the LMS are refused, and roster text stays
+text in a spreadsheet."""
 import csv
 import io
 import sqlite3
@@ -148,4 +149,19 @@ def test_a_last_first_name_is_split_at_its_comma(tmp_path):
     assert [r[:2] for r in blackboard[1:]] == [["Liddell", "Alice"], ["Babbage", "Bob van"]]
     canvas = table(export(out, "--format", "canvas", "--name", "X", *roster).stdout)
     assert canvas[1][0] == "Liddell, Alice"
+
+
+def test_roster_text_a_spreadsheet_would_run_as_a_formula_stays_text(tmp_path):
+    out = add_run(tmp_path / "out", {"bsmith": 0.0, "=cmd": 4.0})
+    (tmp_path / "roster.csv").write_text('student,name,email,login_id,sis_user_id,section\n'
+                                         'bsmith,"=HYPERLINK(""http://x"")",+e@x,-bs,@S2,-A\n')
+    roster = ["--roster", str(tmp_path / "roster.csv")]
+    canvas = table(export(out, "--format", "canvas", "--name", "X", *roster).stdout)
+    assert canvas[1:] == [["'=cmd", "", "", "'=cmd", "", "4"],          # a folder's name, not in the roster
+                          ["'=HYPERLINK(\"http://x\")", "", "'@S2", "'-bs", "'-A", "0"]]
+    moodle = table(export(out, "--format", "moodle", "--name", "X", *roster).stdout)
+    assert moodle[1:] == [["'=cmd", "", "", "", "", "4"],
+                          ["'-bs", "'+e@x", "'@S2", "", "'=HYPERLINK(\"http://x\")", "0"]]
+    blackboard = table(export(out, "--format", "blackboard", "--name", "X", *roster).stdout)
+    assert blackboard[1:] == [["", "", "'=cmd", "4"], ["'=HYPERLINK(\"http://x\")", "", "'-bs", "0"]]
 

@@ -11,6 +11,8 @@ final score (after any late penalty) in one assignment column.
                  Center's download layout, matched on Username and the Column ID (without "|id" a new
                  column is created); every field quoted, as Blackboard asks of comma-separated files
 
+Every cell of roster or student text (names, identifiers, sections) goes through spreadsheet_cell,
+as in grades.csv: a roster name `=HYPERLINK(...)` stays text when the file is opened in a spreadsheet.
 Sources for each layout are in docs/lms.md.
 """
 from __future__ import annotations
@@ -21,6 +23,7 @@ from enum import Enum
 
 from grader.frontends.batch.outputs import score_text
 from grader.frontends.export.source import Graded, Person, one_person_each, person
+from grader.reports.escape import spreadsheet_cell
 
 
 class Layout(str, Enum):
@@ -67,10 +70,15 @@ def _header(layout: Layout, assignment: str, column_id: str, points: float) -> l
 
 
 def _line(layout: Layout, p: Person, score: str) -> list[str]:
+    return [*map(spreadsheet_cell, _people_cells(layout, p)), score]
+
+
+def _people_cells(layout: Layout, p: Person) -> list[str]:
+    """The row's cells before the score: the roster's text (or the grader's id), as it is."""
     login = p.login_id or (p.student if not (p.canvas_id or p.sis_user_id or p.email) else "")
     if layout is Layout.CANVAS:
-        return [p.sortable, p.canvas_id, p.sis_user_id, login, p.section, score]
+        return [p.sortable, p.canvas_id, p.sis_user_id, login, p.section]
     first, last = p.first_last
     if layout is Layout.MOODLE:
-        return [p.login_id or p.student, p.email, p.sis_user_id, first, last, score]
-    return [last, first, p.login_id or p.student, score]
+        return [p.login_id or p.student, p.email, p.sis_user_id, first, last]
+    return [last, first, p.login_id or p.student]
