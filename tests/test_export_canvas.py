@@ -265,6 +265,7 @@ def test_plain_http_is_refused_beyond_this_machine(graded):
     proc = export(graded, "http://canvas.example.edu")
     assert proc.returncode == 2 and "plain http would send the token unencrypted; use https://" in proc.stderr
 
+
 def test_two_students_matched_to_one_canvas_user_stop_the_export_before_anything_is_sent(graded, canvas, tmp_path):
     fake, url = canvas
     roster = tmp_path / "roster.csv"        # ada by her SIS id, bob by the login that is also ada's: user 101
@@ -284,3 +285,9 @@ def test_a_dry_run_refuses_two_students_the_roster_gives_one_login(graded, canva
     assert proc.returncode == 2 and "Would post" not in proc.stdout and fake.requests == []
     assert "students the LMS would take for one person: ada and bob (both login 'al')" in proc.stderr
 
+
+@pytest.mark.parametrize("wait", ["-5", "0", "soon"])
+def test_a_wait_that_is_no_time_is_refused(graded, canvas, wait):
+    proc = export(graded, canvas[1], "--wait", wait)
+    assert proc.returncode == 2 and canvas[0].requests == []
+    assert f"argument --wait: '{wait}': expected a number greater than 0" in proc.stderr

@@ -1,7 +1,7 @@
 """`grader export csv --format canvas|moodle|blackboard`: each LMS's import layout, final scores,
 the roster's identifiers, and students without a grade left out; the rows are those of the last
-batch run's grades.csv, two students who are one person to the LMS are refused, and roster text stays
-text in a spreadsheet."""
+batch run's grades.csv, two students who are one person to the LMS are refused, roster text stays
+text in a spreadsheet, and flags that would make a broken file are refused."""
 import csv
 import io
 import sqlite3
@@ -120,6 +120,7 @@ def test_a_run_that_did_not_record_its_submissions_keeps_the_rows_of_its_setting
            "(run 2): dave" in proc.stderr
     assert "that run did not record which submissions it found" in proc.stderr
 
+
 @pytest.mark.parametrize("scores,roster,clash", [
     ({"Bob": 10.0, "bob": 0.0}, None, "Bob and bob (both login 'bob')"),
     ({"alice": 0.0, "alice.zip": 10.0}, "student,login_id\nalice,al\nalice.zip,al\n", "alice and alice.zip (both "
@@ -137,6 +138,7 @@ def test_two_students_the_lms_takes_for_one_person_are_refused(tmp_path, scores,
         assert proc.returncode == 2 and proc.stdout == "", proc.stderr
         assert f"grader: error: students the LMS would take for one person: {clash}; it would keep whichever " \
                "grade it applied last" in proc.stderr
+
 
 def test_a_last_first_name_is_split_at_its_comma(tmp_path):
     out = add_run(tmp_path / "out", {"alice": 10.0, "bob": 8.0})
@@ -165,3 +167,15 @@ def test_roster_text_a_spreadsheet_would_run_as_a_formula_stays_text(tmp_path):
     blackboard = table(export(out, "--format", "blackboard", "--name", "X", *roster).stdout)
     assert blackboard[1:] == [["", "", "'=cmd", "4"], ["'=HYPERLINK(\"http://x\")", "", "'-bs", "0"]]
 
+
+@pytest.mark.parametrize("args,fragment", [
+    (("--name", ""), "argument --name: '' is blank: give a name"),
+    (("--name", "  "), "argument --name: '  ' is blank: give a name"),
+    (("--name", "PS\n1"), "argument --name: 'PS\\n1': a name is one line"),
+    (("--name", "X", "--points", "0"), "argument --points: '0': expected a number greater than 0"),
+    (("--name", "X", "--points", "-5"), "argument --points: '-5': expected a number greater than 0"),
+    (("--name", "X", "--points", "nan"), "argument --points: 'nan': expected a number greater than 0"),
+])
+def test_flags_that_make_a_broken_import_file_are_refused(graded, args, fragment):
+    proc = export(graded, "--format", "blackboard", *args)
+    assert proc.returncode == 2 and proc.stdout == "" and fragment in proc.stderr, proc.stderr

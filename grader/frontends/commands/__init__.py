@@ -10,8 +10,10 @@ for torch (tests/test_layout.py checks it).
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import tempfile
+import unicodedata
 
 from grader import api
 from grader.config import Config, validate_overrides
@@ -78,6 +80,27 @@ def _writable(folder: str, path: str) -> None:
     except OSError as e:
         raise argparse.ArgumentTypeError(f"{path}: nothing can be written in {folder} ({e.strerror}); "
                                          "choose a path in a folder you can write") from None
+
+
+def positive_number(text: str) -> float:
+    """argparse type of an amount that only makes sense above 0 (points possible, seconds to wait)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a number greater than 0")
+    return value
+
+
+def name_text(text: str) -> str:
+    """argparse type of a name a command writes into a file (an assignment's, a column's): not blank,
+    and one line with no control character."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is blank: give a name, e.g. \"Problem set 1\"")
+    if any(unicodedata.category(c) == "Cc" for c in text):
+        raise argparse.ArgumentTypeError(f"{text!r}: a name is one line, with no tab or other control character")
+    return text
 
 
 def config_path(args) -> str | None:

@@ -17,7 +17,7 @@ import sys
 from urllib.parse import urlparse
 
 from grader.errors import ExitCode, UsageError
-from grader.frontends.commands import output_file
+from grader.frontends.commands import name_text, output_file, positive_number
 
 TOKEN_ENV, URL_ENV = "CANVAS_API_TOKEN", "CANVAS_API_URL"
 
@@ -38,18 +38,20 @@ def register(sub) -> None:
     c.add_argument("--feedback", choices=("none", "comment", "attachment"), default="none",
                    help="also send the feedback: a plain-text submission comment, or feedback.html attached")
     c.add_argument("--url", metavar="URL", help=f"Canvas address, https://canvas.example.edu (default: ${URL_ENV})")
-    c.add_argument("--wait", type=float, default=300.0, metavar="S", help="seconds to wait for Canvas's bulk update")
+    c.add_argument("--wait", type=positive_number, default=300.0, metavar="S",
+                   help="seconds to wait for Canvas's bulk update (more than 0)")
     c.add_argument("--dry-run", action="store_true", help="print what would be sent; make no request")
     c.add_argument("--token", help=argparse.SUPPRESS)     # refused, with the reason (see run)
     c.set_defaults(func=run_canvas)
     f = kinds.add_parser("csv", help="write the gradebook import file of Canvas, Moodle or Blackboard Learn")
     f.add_argument("graded", metavar="GRADED", help="the --out folder of `grader batch`")
     f.add_argument("--format", required=True, choices=("canvas", "moodle", "blackboard"), help="which LMS's layout")
-    f.add_argument("--name", required=True, metavar="NAME", help="the assignment (column, grade item) name in the LMS")
+    f.add_argument("--name", required=True, type=name_text, metavar="NAME",
+                   help="the assignment (column, grade item) name in the LMS")
     f.add_argument("--column-id", default="", metavar="ID", help="the LMS's id of that column (Canvas assignment id, "
                                                                  "Blackboard Column ID); without it a new one is made")
-    f.add_argument("--points", type=float, metavar="N", help="points possible (Blackboard's header; default: the "
-                                                            "gradebook's maximum score)")
+    f.add_argument("--points", type=positive_number, metavar="N",
+                   help="points possible, more than 0 (Blackboard's header; default: the maximum score of grades.csv)")
     f.add_argument("--roster", metavar="CSV", help="student,name,email,login_id,sis_user_id,canvas_id,section")
     f.add_argument("--output", type=output_file, metavar="FILE", help="write here (default: standard output)")
     f.set_defaults(func=run_csv)
