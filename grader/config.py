@@ -283,6 +283,10 @@ def _exercises(body: Any, src: str, known) -> dict[str, ExerciseConfig]:
         raise ConfigError(f"{src}: [exercises] must be a table of [exercises.\"module.function\"] tables")
     out = {}
     for ex_id, table in body.items():
+        inner = next((k for k, v in table.items() if isinstance(v, dict)), None) if isinstance(table, dict) else None
+        if inner is not None and "." not in ex_id:     # [exercises.neurons.sign]: TOML's nested tables
+            raise ConfigError(f"{src}: [exercises.{ex_id}.{inner}] is read by TOML as a table inside a table; "
+                              f"quote the exercise id: [exercises.\"{ex_id}.{inner}\"]")
         if known is not None and ex_id not in known:
             raise ConfigError(f"{src}: unknown exercise [exercises.\"{ex_id}\"]{_suggest(ex_id, known)}; "
                               "`grader list` shows the exercise ids")

@@ -36,6 +36,21 @@ def test_unknown_section_and_exercise(tmp_path):
                     known_exercises={"attention.causal_mask"})
 
 
+@pytest.mark.parametrize("text", ["[exercises.attention.causal_mask]\npoints = 2\n",
+                                  "[exercises]\nattention.causal_mask.points = 2\n",
+                                  '[exercises."attention.positional_encoding"]\npoints = 1\n'
+                                  "[exercises.attention.causal_mask]\npoints = 2\n"])
+def test_an_unquoted_exercise_id_is_told_to_be_quoted(tmp_path, text):
+    """TOML reads [exercises.attention.causal_mask] as a table "causal_mask" inside a table "attention":
+    the fix is quoting the id, not another exercise's name."""
+    path = write(tmp_path, text)
+    for known in ({"attention.causal_mask", "attention.positional_encoding"}, None):
+        with pytest.raises(ConfigError) as e:
+            load_config(path, env={}, known_exercises=known)
+        assert str(e.value) == (f"{path}: [exercises.attention.causal_mask] is read by TOML as a table inside a "
+                                'table; quote the exercise id: [exercises."attention.causal_mask"]')
+
+
 @pytest.mark.parametrize("text,fragment", [
     ("[limits]\ncall_timeout = \"ten\"\n", "expected a number"),
     ("[limits]\ncall_timeout = -1\n", r"\[limits\] call_timeout = -1: must be more than 0 seconds"),
