@@ -113,6 +113,25 @@ def test_a_submission_symlinked_out_of_the_pull_request_is_refused(tmp_path):
     assert trusted.exists()
 
 
+@pytest.mark.parametrize("how", ["symlink", "absolute path", "symlink under $GITHUB_WORKSPACE"])
+def test_without_source_root_the_documented_default_is_enforced(tmp_path, how):
+    """No --source-root: the submission must lie in $GITHUB_WORKSPACE, else in the working folder."""
+    course_copy(tmp_path / "trusted", {})
+    (tmp_path / "pr").mkdir()
+    os.symlink(ROOT / "solutions", tmp_path / "pr" / "exercises")
+    config = str(tmp_path / "trusted" / "autograde.toml")
+    submission = str(ROOT / "solutions") if how == "absolute path" else "exercises"
+    env = {"GITHUB_WORKSPACE": str(tmp_path / "pr")} if "GITHUB_WORKSPACE" in how else {}
+    p = grader("ci", *NAMES, "--config", config, "--submission", submission, "--out", str(tmp_path / "out"),
+               cwd=tmp_path / "pr", env=env)
+    root, whence = ((str(tmp_path / "pr"), "$GITHUB_WORKSPACE") if env else
+                    (".", "the working folder: neither --source-root nor $GITHUB_WORKSPACE is set"))
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert f"{submission} resolves to {ROOT / 'solutions'}, outside {root} (the checked-out pull request, " \
+           f"{whence})" in p.stderr and "Traceback" not in p.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def workflow_command(text, program):
     """The `program ...` line of the generated workflow, as an argument list."""
     line = next(s.strip() for s in text.splitlines() if s.strip().startswith(program + " "))

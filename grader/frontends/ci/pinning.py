@@ -43,9 +43,11 @@ def check_version(expected: str) -> None:
                        "to pin this one.")
 
 
-def check_inside(submission: str, source_root: str) -> None:
-    """The submission resolves (symlinks followed) to a path inside source_root."""
+def check_inside(submission: str, source_root: str, whence: str = "--source-root") -> None:
+    """The submission resolves (symlinks followed) to a path inside source_root (`whence`: where
+    that root came from, for the message)."""
     real, root = os.path.realpath(submission), os.path.realpath(source_root)
     if os.path.commonpath([real, root]) != root:
-        raise PinError(f"{submission} resolves to {real}, outside {source_root} (the checked-out pull request): "
-                       "is it a symbolic link? Grading refused.")
+        raise PinError(f"{submission} resolves to {real}, outside {source_root} (the checked-out pull request, "
+                       f"{whence}): is it a symbolic link, or a path out of the checkout? Grading refused. "
+                       "Grade a folder inside it, or pass --source-root DIR, the folder that holds the submission.")

@@ -107,12 +107,14 @@ def run(args) -> int:
     # nothing else this process runs needs it.
     os.environ.pop(config.seed_env, None)
     submission = submission_from(args, config)
-    source_root = args.source_root or os.environ.get("GITHUB_WORKSPACE") or "."
-    if args.source_root:
-        try:
-            pinning.check_inside(submission, source_root)
-        except pinning.PinError as e:
-            raise UsageError(str(e)) from None
+    # The documented default holds as the flag does: a symlink or a path out of the checkout is refused.
+    source_root, whence = ((args.source_root, "--source-root") if args.source_root else
+                           (os.environ["GITHUB_WORKSPACE"], "$GITHUB_WORKSPACE") if os.environ.get("GITHUB_WORKSPACE")
+                           else (".", "the working folder: neither --source-root nor $GITHUB_WORKSPACE is set"))
+    try:
+        pinning.check_inside(submission, source_root, whence)
+    except pinning.PinError as e:
+        raise UsageError(str(e)) from None
     result = api.grade(submission, args.names, config)
     write_reports(result, config, args.out, args.summary or os.environ.get("GITHUB_STEP_SUMMARY"),
                   source_root, os.environ.get("GITHUB_OUTPUT") if args.classroom else None, sys.stdout,
