@@ -138,6 +138,28 @@ def workflow_command(text, program):
     return shlex.split(line)
 
 
+@pytest.mark.parametrize("min_score", ["200%", "abc", "4"])
+def test_init_ci_refuses_a_min_score_that_grader_ci_would_refuse(tmp_path, min_score):
+    """The same check, the same message: a workflow whose `grader ci` step would exit 2 on every run
+    is never written (the two exercises are worth 3 points)."""
+    config, workflow = str(ROOT / "autograde.toml"), tmp_path / "grade.yml"
+    made = grader("init-ci", *NAMES, "--config", config, "--output", str(workflow), "--min-score", min_score,
+                  cwd=tmp_path)
+    graded = grader("ci", *NAMES, "--config", config, "--submission", str(ROOT / "solutions"), "--min-score",
+                    min_score, cwd=tmp_path)
+    assert made.returncode == graded.returncode == 2, made.stdout + made.stderr
+    assert made.stderr == graded.stderr and made.stderr.startswith(f"grader: error: --min-score {min_score}: ")
+    assert os.listdir(tmp_path) == []
+
+
+def test_init_ci_passes_a_min_score_that_grader_ci_takes_on(tmp_path):
+    config, workflow = str(ROOT / "autograde.toml"), tmp_path / "grade.yml"
+    for accepted in ("3", "70%"):       # every point the two exercises are worth; a percentage
+        assert grader("init-ci", *NAMES, "--config", config, "--output", str(workflow), "--force", "--min-score",
+                      accepted, cwd=tmp_path).returncode == 0
+        assert workflow_command(workflow.read_text(), "grader")[-2:] == ["--min-score", accepted]
+
+
 @pytest.mark.slow
 def test_init_ci_pins_the_configuration_and_its_grade_step_works(student, tmp_path):
     """The workflow's layout: trusted/ (base branch) and pr/ (the pull request's head)."""

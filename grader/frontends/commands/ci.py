@@ -7,13 +7,13 @@ some exercise (a bug in the grader: its 0 points are no grade, so no policy is m
 """
 from __future__ import annotations
 
-import math
 import os
 import sys
 
 from grader import api
 from grader.errors import UsageError
 from grader.frontends.ci import pinning
+from grader.frontends.ci.policy import check_reachable, parse_min_score
 from grader.frontends.ci.report import write_reports
 from grader.frontends.commands import (add_config_argument, config_from, config_path, graded_exit,
                                        output_file, output_folder, submission_from)
@@ -41,30 +41,6 @@ def register(sub) -> None:
     p.add_argument("--expect-grader-version", metavar="V", help="refuse to grade unless this is grader V")
     add_config_argument(p)
     p.set_defaults(func=run)
-
-
-def _policy(text: str | None):
-    """--min-score as a function of the maximum score (None: every exercise must pass)."""
-    if not text:
-        return None
-    try:
-        value = float(text.rstrip("%"))
-    except ValueError:
-        value = math.nan
-    top = 100 if text.endswith("%") else math.inf
-    if not (math.isfinite(value) and 0 <= value <= top):
-        raise UsageError(f"--min-score {text}: give points (6.5, 0 or more) or a percentage (70%, from 0% to 100%)")
-    return (lambda top: value / 100 * top) if text.endswith("%") else (lambda top: value)
-
-
-def _reachable(min_score: str, names: list[str], config) -> None:
-    """--min-score in points no submission could reach is a usage error, said before grading."""
-    from grader.catalog import select
-    from grader.pipeline import scoring
-    top = sum(scoring.max_points(s, config) for s in select(list(names)) if config.exercise(s.id).enabled)
-    if float(min_score) > top:
-        raise UsageError(f"--min-score {min_score}: more than the {top:g} points the graded exercises are worth; "
-                         f"give at most {top:g} points, or a percentage (70%)")
 
 
 def _seed_from_file(path: str | None) -> int | None:
@@ -98,10 +74,9 @@ def _check_pins(args) -> None:
 
 def run(args) -> int:
     _check_pins(args)
-    policy = _policy(args.min_score)
+    policy = parse_min_score(args.min_score)
     config = config_from(args, secret_seed=_seed_from_file(args.secret_seed_file))
-    if policy is not None and not args.min_score.endswith("%"):
-        _reachable(args.min_score, args.names, config)
+    check_reachable(args.min_score, args.names, config)
     # The secret is in `config` now; drop it from the environment too. The sandbox's child never
     # sees the variable (grader.sandbox.provision.child_environment passes an allow-list), and
     # nothing else this process runs needs it.

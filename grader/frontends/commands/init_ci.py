@@ -10,6 +10,7 @@ import os
 from grader import __version__
 from grader.errors import ExitCode, UsageError
 from grader.frontends.ci.pinning import sha256_of
+from grader.frontends.ci.policy import check_reachable, parse_min_score
 from grader.frontends.ci.workflow import WorkflowOptions, render_workflow
 from grader.frontends.commands import add_config_argument, config_from, output_file
 
@@ -25,7 +26,8 @@ def register(sub) -> None:
     p.add_argument("--install", metavar="REQUIREMENT",
                    help="how CI installs the grader (default: this repository if it holds the grader, "
                         "else nn-grader==<this version>)")
-    p.add_argument("--min-score", metavar="X", help="passed on to `grader ci --min-score`")
+    p.add_argument("--min-score", metavar="X", help="passed on to `grader ci --min-score` (checked as it checks it: "
+                   "points the selected exercises can reach, or a percentage from 0%% to 100%%)")
     p.add_argument("--force", action="store_true", help="overwrite an existing workflow")
     add_config_argument(p)
     p.set_defaults(func=run)
@@ -38,6 +40,8 @@ def run(args) -> int:
     if not config.path:
         raise UsageError("no autograde.toml here: run init-ci in the course repository, or pass --config PATH")
     select(args.names)                       # unknown names fail now, not in CI
+    parse_min_score(args.min_score)          # and a --min-score that `grader ci` would refuse on every run
+    check_reachable(args.min_score, args.names, config)
     flavour = "classroom" if args.classroom else "pull_request"
     output = args.output or os.path.join(config.root, ".github", "workflows",
                                          "classroom.yml" if args.classroom else "grade.yml")
