@@ -3,9 +3,12 @@ folder, a place where nothing can be written is a usage error (exit 2, the flag,
 never a traceback after the grading; and checking leaves nothing behind. A batch says what it found
 when it found no student."""
 import os
+import subprocess
+import sys
 
 import pytest
 
+from conftest import ROOT, SOLUTIONS
 from grader.cli import main
 from grader.frontends.batch.executors import BatchError
 from grader.frontends.batch.run import Options, run_batch
@@ -58,6 +61,42 @@ def test_a_writable_destination_is_taken_and_the_check_leaves_nothing(tmp_path):
     assert output_file(str(nested)) == str(nested) and output_folder(str(tmp_path / "out")) == str(tmp_path / "out")
     assert os.listdir(tmp_path) == []        # made by the command when it writes, not by the check
     assert output_file("/dev/stdout") == "/dev/stdout"     # a file that exists: its own permission decides
+
+
+@pytest.mark.parametrize("name", ["x.txt", "plot", "x.png.bak"])
+def test_bench_refuses_a_plot_matplotlib_cannot_write_before_timing(name, tmp_path, capsys):
+    """Before: timed every size, then matplotlib's ValueError and exit 3 (a 'bug in the grader')."""
+    err = refused(["bench", "attention.scaled_dot_product_attention", "--output", str(tmp_path / name)], capsys)
+    stem = os.path.splitext(str(tmp_path / name))[0]
+    assert (f"argument --output: {tmp_path / name}: the plot is written as .png, .svg, .pdf; end the file name in "
+            f"one of them, e.g. {stem}.png") in err
+    assert os.listdir(tmp_path) == []
+
+
+def test_every_plot_format_bench_takes_is_one_matplotlib_writes(tmp_path):
+    from grader.catalog import select
+    from grader.frontends.commands.bench import PLOT_FORMATS
+    from grader.timing.scaling import Row, plot
+    from grader.timing.specs import perf_specs
+    (spec,) = select(["attention.scaled_dot_product_attention"])
+    rows = [Row(8, 0.1, 0.05, 2.0, 0.03, 32), Row(16, 0.2, 0.1, 2.0, 0.03, 32)]
+    for ext in PLOT_FORMATS:
+        path = tmp_path / f"made{ext}"
+        assert plot(rows, perf_specs(spec)[0], "cpu", str(path)) == str(path) and path.stat().st_size > 0
+
+
+def test_bench_writes_its_plot_in_the_working_folder_and_says_where(tmp_path):
+    """The default reports/bench-<exercise>.png is the working folder's, as ci --out grader-results
+    is (before: the folder of autograde.toml); sizes as the README writes them, spaces between."""
+    p = subprocess.run([sys.executable, "-m", "grader", "bench", "attention.scaled_dot_product_attention",
+                        "--config", str(ROOT / "autograde.toml"), "--submission", str(SOLUTIONS), "--budget", "0.3",
+                        "--sizes", "16", "8"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "NO_COLOR": "1"})
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert [line.split()[0] for line in p.stdout.splitlines()[3:5]] == ["8", "16"]
+    plot = "reports/bench-attention.scaled_dot_product_attention.png"
+    assert f"plot written to {plot} (made the folder reports)" in p.stdout
+    assert (tmp_path / plot).stat().st_size > 0 and os.listdir(tmp_path) == ["reports"]
 
 
 def test_batch_refuses_to_write_into_the_submissions_folder_itself(tmp_path, config):

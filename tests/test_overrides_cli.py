@@ -43,6 +43,12 @@ def grader(*args):
      "--budget: [performance] budget_s (seconds of measurement per check, warm-up included): must be positive"),
     (("bench", "attention.scaled_dot_product_attention", *SUB, "--sizes", "64,0"),
      "--sizes 64,0: give whole numbers of 1 or more"),
+    (("bench", "attention.scaled_dot_product_attention", *SUB, "--sizes", "64", "x"),
+     "--sizes 64 x: give whole numbers of 1 or more separated by commas or spaces, e.g. 64,128,256"),
+    (("bench", "attention.scaled_dot_product_attention", *SUB, "--sizes", "8,8"),
+     "--sizes 8,8: 8 given more than once; give each size once, e.g. 64,128,256"),
+    (("bench", "attention.scaled_dot_product_attention", *SUB, "--sizes", "8", "16,8"),
+     "--sizes 8 16,8: 8 given more than once"),
 ])
 def test_a_bad_override_exits_2_naming_the_flag_and_the_limit(args, message):
     p = grader(*args)
