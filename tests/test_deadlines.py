@@ -83,6 +83,35 @@ def test_a_missing_time_follows_the_instructors_choice_and_is_flagged(choice, pe
     assert v.note.startswith("no submission time was recorded (nbgrader timestamp.txt: no timestamp.txt")
 
 
+# ------------------------------------------------------------ what the student's files show
+def _all_passed(points: float = 2.0):
+    from grader.results import CaseResult, ExerciseResult, Status, SubmissionResult
+    case = CaseResult(name="T=1", status=Status.PASSED)
+    return SubmissionResult(submission="alice", exercises=(ExerciseResult(
+        id="neurons.sign", status=Status.PASSED, points=points, max_points=points, cases=(case,)),),
+        settings={}, seconds=0.1, grader_version="0.1")
+
+
+@pytest.mark.parametrize("late,final,mark", [(dict(days=5), 0.0, "❌"), (dict(hours=1), 1.8, "❌"),
+                                             (dict(hours=-1), 2.0, "✅")])
+def test_every_student_file_carries_the_final_score(late, final, mark):
+    """results.json's score is the final one (Gradescope takes a top-level score over the tests'
+    total), with the raw score and the penalty beside it; the feedback's ✅ is full marks, not
+    "every case passed" (before: 7.0 in results.json and ✅ 0 / 7 past the cut-off)."""
+    from grader.deadlines.view import penalised
+    from grader.reports import render
+    p = policy(penalty_per="hour", penalty_percent=10, cutoff_hours=96)
+    view = penalised(_all_passed(), assess(p, 2.0, 2.0, at(**late)))
+    data = json.loads(render(view, "json"))
+    assert data["score"] == final and data["max_score"] == 2.0
+    assert (data["extra_data"]["raw_score"], data["extra_data"]["late_penalty"]) == (2.0, round(2.0 - final, 4))
+    assert f"score 2 − late penalty {2.0 - final:g} = {final:g} / 2" in data["output"]
+    assert render(view, "md").startswith(f"### {mark} {final:g} / 2 points")
+    verdict = render(view, "html").split('id="verdict">')[1].split("</p>")[0]
+    assert verdict == ("Everything passed. Well done!" if final == 2.0 else
+                       f"Everything passed, but the late penalty took {2.0 - final:g} of your 2 points.")
+
+
 # ---------------------------------------------------------------- where the time comes from
 @pytest.mark.parametrize("text,iso", [
     ("2026-03-02 13:05:00.123456 UTC", "2026-03-02T13:05:00.123456+00:00"),   # nbgrader's default format

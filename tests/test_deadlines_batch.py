@@ -3,6 +3,7 @@ an extension, a backdated submission, a missing timestamp; raw, penalty and fina
 gradebook, grades.csv, the feedback and the class report; a new extension settles without regrading."""
 import csv
 import html
+import json
 import os
 import sqlite3
 from datetime import datetime
@@ -101,6 +102,19 @@ def test_feedback_and_class_report_show_the_time_its_source_and_all_three_scores
     assert 'data-student="nostamp" data-late="no submission time"' in report
     assert 'data-student="ontime"' not in report.split('id="late"')[1].split("</table>")[0]
     assert "no submission time recorded for 1 student (nostamp)" in first.stderr
+
+
+@pytest.mark.slow
+def test_results_json_and_the_mark_follow_the_final_score(graded):
+    """Before: backdated's results.json said 1.0 and its feedback.md "### ✅ 0 / 1"."""
+    _, out, first, _, _ = graded
+    finals = {s: json.loads((out / "students" / s / "results.json").read_text())["score"] for s in STAMPS}
+    assert finals == {s: fin for s, (_, _, fin) in table(out).items()}
+    cut = json.loads((out / "students" / "backdated" / "results.json").read_text())
+    assert (cut["extra_data"]["raw_score"], cut["extra_data"]["late_penalty"]) == (1.0, 1.0)
+    assert "past the cut-off" in cut["output"] and "score 1 − late penalty 1 = 0 / 1" in cut["output"]
+    assert (out / "students" / "backdated" / "feedback.md").read_text().startswith("### ❌ 0 / 1 points")
+    assert (out / "students" / "ontime" / "feedback.md").read_text().startswith("### ✅ 1 / 1 points")
 
 
 @pytest.mark.slow

@@ -3,7 +3,9 @@
 One correctness entry per exercise, `name` = the exercise id. When hidden cases ran, their
 share of the exercise's points is a separate entry `<id> [hidden cases]` whose visibility
 follows the configuration, and whose output never shows inputs or expected values.
-Performance results become their own entries and `leaderboard` rows.
+Performance results become their own entries and `leaderboard` rows. With a late verdict (a
+batch's [deadline], grader.deadlines.view) the top-level `score`, which Gradescope takes over the
+tests' total, is the final score; `output` and `extra_data` state the raw score and the penalty.
 A test's `output` is Markdown (`output_format: md`), so every string of the result in it is
 escaped as Markdown; the `text` outputs are plain text for a log (grader.reports.escape).
 """
@@ -13,7 +15,7 @@ import json
 from typing import Any
 
 from grader.reports.escape import md_block, md_inline, text_block, text_line
-from grader.reports.filters import grader_fault_note
+from grader.reports.filters import grader_fault_note, points
 from grader.results import ExerciseResult, Status, SubmissionResult
 
 
@@ -83,11 +85,15 @@ def results_json(result: SubmissionResult, hidden_visibility: str = "after_publi
             if p.ratio is not None:
                 leaderboard.append({"name": f"{name} time ratio", "value": round(p.ratio, 4), "order": "asc"})
     score = round(sum(t["score"] for t in tests), 4)
+    late = getattr(result, "late", None)        # the batch's late verdict (grader.deadlines.view)
+    if late is not None:                        # a top-level score overrides the tests' total
+        score = round(late.final_score, 4)
     fault = grader_fault_note(result)
     out: dict[str, Any] = {
         "score": score,
         "max_score": round(sum(t["max_score"] for t in tests), 4),
-        "output": f"{score:g} / {result.max_score:g} points" + "".join(f"\n{text_block(err)}" for err in result.errors)
+        "output": f"{score:g} / {result.max_score:g} points" + (_late_lines(late, result.max_score) if late else "")
+                  + "".join(f"\n{text_block(err)}" for err in result.errors)
                   + (f"\n{text_line(fault)}" if fault else ""),
         "output_format": "text",
         "visibility": "visible",
@@ -96,9 +102,18 @@ def results_json(result: SubmissionResult, hidden_visibility: str = "after_publi
         "extra_data": {"grader_version": text_line(result.grader_version), "seconds": round(result.seconds, 3),
                        "settings": result.settings, "grader_faults": [text_line(i) for i in result.grader_faults]},
     }
+    if late is not None:
+        out["extra_data"].update(raw_score=round(late.raw_score, 4), late_penalty=round(late.penalty, 4),
+                                 lateness=late.status.value, submitted_at=text_line(late.submitted_at))
     if leaderboard:
         out["leaderboard"] = leaderboard
     return out
+
+
+def _late_lines(late, max_score: float) -> str:
+    """The feedback's late line, in plain text: when, from which record, and raw − penalty = final."""
+    return (f"\nSubmission time: {text_line(late.note)}\nscore {points(late.raw_score)} − late penalty "
+            f"{points(late.penalty)} = {points(late.final_score)} / {points(max_score)}")
 
 
 def gradescope_json(result: SubmissionResult, visibility: str = "after_published", **_: Any) -> str:
