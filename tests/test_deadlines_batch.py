@@ -102,6 +102,8 @@ def test_feedback_and_class_report_show_the_time_its_source_and_all_three_scores
     assert 'data-student="nostamp" data-late="no submission time"' in report
     assert 'data-student="ontime"' not in report.split('id="late"')[1].split("</table>")[0]
     assert "no submission time recorded for 1 student (nostamp)" in first.stderr
+    # the summary judges by the final score, as the class report does (before: raw, so neither was listed)
+    assert "  2 without full marks: backdated, late\n" in first.stderr
 
 
 @pytest.mark.slow

@@ -69,7 +69,7 @@ class Summary:
     students: int = 0
     graded: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
-    not_full_marks: list[str] = field(default_factory=list)
+    not_full_marks: list[str] = field(default_factory=list)   # graded now, final score below the maximum
     crashed: list[str] = field(default_factory=list)          # an exercise crashed or timed out
     unreadable: list[str] = field(default_factory=list)
     grader_errors: list[str] = field(default_factory=list)
@@ -149,6 +149,8 @@ def run_batch(options: Options, config: Config, stream: TextIO | None = None) ->
         recorder.progress.finish()
         rows = list(book.rows(students))      # grades.csv's rows: those `grader export` sends (runs.students)
         rows = late.settle(deadline, book, rows, out, config.visibility)     # late penalties: raw, penalty, final
+        now = set(summary.graded)       # judged by the final score, as the class report judges them
+        summary.not_full_marks = [r.student for r in rows if r.student in now and r.final < r.max_score]
         summary.notes.extend(late.notes(deadline, rows))
         links = _similarity(out, options, specs, config, summary) if options.similarity else ()
         _finish(out, rows, ids, config, options, [*found.notes, *late.notes(deadline, rows)], links)
@@ -283,8 +285,6 @@ def _state(result: SubmissionResult) -> str:
 
 def _tally(summary: Summary, student: str, result: SubmissionResult, state: str) -> None:
     summary.graded.append(student)
-    if result.score < result.max_score:
-        summary.not_full_marks.append(student)
     if state == "unreadable":
         summary.unreadable.append(student)
     elif state == "grader_error":
