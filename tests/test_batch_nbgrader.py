@@ -1,9 +1,12 @@
 """`--nbgrader-db PATH --assignment NAME`: after grading, scores go to grader.frontends.notebooks.nbgrader_export
-(another front-end's module); without that module the batch refuses, before grading anything."""
+(another front-end's module); without that module the batch refuses, before grading anything. With the
+scores goes each submission's time from its timestamp.txt, into the real nbgrader gradebook."""
 import importlib.machinery
 import importlib.util
 import io
+import os
 import sys
+from datetime import datetime
 
 import pytest
 
@@ -28,7 +31,7 @@ def test_missing_nbgrader_support_is_a_clear_usage_error(tmp_path, monkeypatch, 
 def test_scores_are_handed_to_nbgrader_export(tmp_path, monkeypatch):
     calls = []
     fake = importlib.util.module_from_spec(importlib.machinery.ModuleSpec("fake_nbgrader_export", None))
-    fake.write_scores = lambda db, assignment, results: calls.append((db, assignment, results))
+    fake.write_scores = lambda db, assignment, results, timestamps: calls.append((db, assignment, results))
     monkeypatch.setitem(sys.modules, "fake_nbgrader_export", fake)
     monkeypatch.setattr(run, "NBGRADER_MODULE", "fake_nbgrader_export")
     course = tmp_path / "course"
@@ -46,7 +49,7 @@ def test_scores_are_handed_to_nbgrader_export(tmp_path, monkeypatch):
 
 
 def test_export_failure_says_the_grades_are_safe(tmp_path, monkeypatch):
-    def broken(db, assignment, results):
+    def broken(db, assignment, results, **_):
         raise RuntimeError("no assignment 'ps1' in the gradebook")
     fake = importlib.util.module_from_spec(importlib.machinery.ModuleSpec("broken_nbgrader_export", None))
     fake.write_scores = broken
@@ -58,3 +61,30 @@ def test_export_failure_says_the_grades_are_safe(tmp_path, monkeypatch):
     with pytest.raises(run.BatchError, match="nothing is regraded"):
         run.run_batch(options, load_config(str(ROOT / "autograde.toml"), env={}), io.StringIO())
     assert (tmp_path / "out" / "grades.csv").exists()
+
+
+@pytest.mark.slow
+def test_the_submission_time_reaches_nbgrader_s_gradebook(tmp_path, monkeypatch):
+    """nbgrader counts lateness from submitted_assignment.timestamp, which `nbgrader autograde` fills
+    from timestamp.txt; the batch left it NULL, so nbgrader saw every submission on time. alice's
+    time is written; bob has none, which the summary says."""
+    from nbgrader import api as nbgrader_api      # the test extras install it
+    monkeypatch.setenv("PATH", os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")]))
+    db = tmp_path / "gradebook.db"       # what `nbgrader generate_assignment ps1` records, for one grade cell
+    with nbgrader_api.Gradebook(f"sqlite:///{db}") as gb:
+        gb.update_or_create_assignment("ps1", duedate="2026-03-01 00:00:00 UTC")
+        gb.add_notebook("attention", "ps1")
+        gb.add_grade_cell("attention-causal_mask", "attention", "ps1", max_score=1, cell_type="code")
+    course = tmp_path / "course"
+    make_class(course / "submitted" / "alice", {"ps1": "correct"})
+    make_class(course / "submitted" / "bob", {"ps1": "correct"})
+    (course / "submitted" / "alice" / "ps1" / "timestamp.txt").write_text("2026-03-02 10:00:00.000000 UTC")
+    options = run.Options(str(course), str(tmp_path / "out"), ("attention.causal_mask",), jobs=2,
+                          assignment="ps1", nbgrader_db=str(db))
+    summary = run.run_batch(options, load_config(str(ROOT / "autograde.toml"), env={}), io.StringIO())
+    with nbgrader_api.Gradebook(f"sqlite:///{db}") as gb:
+        alice, bob = gb.find_submission("ps1", "alice"), gb.find_submission("ps1", "bob")
+        assert (alice.timestamp, alice.total_seconds_late) == (datetime(2026, 3, 2, 10, 0), 34 * 3600)
+        assert (bob.timestamp, alice.score, bob.score) == (None, 1.0, 1.0)
+    (line,) = [n for n in summary.notes if n.startswith("nbgrader: scores written for 2 students")]
+    assert "; no submission time for bob (no timestamp.txt in the submission folder" in line

@@ -11,7 +11,8 @@ Steps, in order:
      (grader.frontends.batch.outputs): the same code whichever executor graded it;
   4. rewrite any feedback file a killed run left missing, then grades.csv and class_report.html
      from the gradebook's rows (grader.frontends.batch.class_report);
-  5. hand the scores to nbgrader's gradebook when asked (grader.frontends.notebooks.nbgrader_export, if installed).
+  5. hand the scores and the submission times to nbgrader's gradebook when asked (grader.frontends.batch.to_nbgrader,
+     through grader.frontends.notebooks.nbgrader_export, if installed).
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from typing import TextIO
 
 from grader import __version__
 from grader.pipeline import scoring
-from grader.frontends.batch import class_report, late, outputs
+from grader.frontends.batch import class_report, late, outputs, to_nbgrader
 from grader.frontends.batch.discover import Entry, content_hash, discover
 from grader.frontends.batch.gradebook import Gradebook, Row
 from grader.frontends.batch.progress import Progress
@@ -156,7 +157,7 @@ def run_batch(options: Options, config: Config, stream: TextIO | None = None) ->
         _finish(out, rows, ids, config, options, [*found.notes, *late.notes(deadline, rows)], links)
         book.end_run(recorder.run_id)
         if export is not None:
-            summary.notes.append(_export(export, options, rows))
+            summary.notes.append(to_nbgrader.hand_over(export, options.nbgrader_db, options.assignment, rows))
     finally:
         book.close()
         lock.close()
@@ -224,18 +225,6 @@ def _lock(out: str):
         raise BatchError(f"{out}: another `grader batch` is writing to this folder; "
                          "wait for it, or use another --out") from None
     return f
-
-
-def _export(export, options: Options, rows: list[Row]) -> str:
-    try:
-        report = export.write_scores(options.nbgrader_db, options.assignment, {r.student: r.result for r in rows})
-    except Exception as e:      # the grades are safe in the gradebook: say so, and how to retry
-        raise BatchError(f"writing scores to the nbgrader gradebook {options.nbgrader_db} failed: {e}\n"
-                         "Every result is in the batch's gradebook: fix this and run the same command again "
-                         "(nothing is regraded).") from None
-    written = getattr(report, "written", None)
-    count = f" for {len(written)} students" if isinstance(written, dict) else ""
-    return f"nbgrader: scores written{count} to {options.nbgrader_db}, assignment {options.assignment}"
 
 
 def _plan(entries, book: Gradebook, settings: str, force: bool, summary: Summary) -> list[tuple[Entry, str]]:

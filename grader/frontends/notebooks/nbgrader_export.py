@@ -9,7 +9,10 @@ points become the `auto_score` of the grade cell named by its grade_id in the no
 its module (`attention.causal_mask` -> notebook `attention`, cell `attention-causal_mask`, as
 `grader notebooks` generates them). nbgrader's formgrader and `nbgrader export` then see them like
 autograded scores. Exercises the assignment has no cell for are reported, not written; grade
-cells the grader has no result for are left as they are.
+cells the grader has no result for are left as they are. A student's submission time, when given
+(their timestamp.txt), becomes the submission's `timestamp`, as `nbgrader autograde` records it
+(Gradebook.update_or_create_submission), so nbgrader knows how late it was; without one, the
+timestamp already there is kept, as autograde keeps it.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ import os
 import sys
 import warnings
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from grader.frontends.notebooks.generate import grade_id_of
 from grader.results import SubmissionResult
@@ -37,10 +41,11 @@ class WriteReport:
 
 
 def write_scores(db_path: str, assignment: str, results_by_student: dict[str, SubmissionResult],
-                 course_id: str = "") -> WriteReport:
+                 course_id: str = "", timestamps: dict[str, datetime] | None = None) -> WriteReport:
     """Set nbgrader autograded scores from grader results; returns what was written and skipped.
 
-    `course_id` is nbgrader's CourseDirectory.course_id ("" unless the course sets one).
+    `course_id` is nbgrader's CourseDirectory.course_id ("" unless the course sets one);
+    `timestamps`: student -> when they handed in (timezone-aware), for the submissions' timestamp.
     """
     try:
         from nbgrader.api import Gradebook, MissingEntry
@@ -58,12 +63,10 @@ def write_scores(db_path: str, assignment: str, results_by_student: dict[str, Su
                                  f"`nbgrader generate_assignment {assignment}`?") from None
         for student, result in sorted(results_by_student.items()):
             gb.update_or_create_student(student)
-            try:
-                gb.find_submission(assignment, student)
-            except MissingEntry:
-                with warnings.catch_warnings():     # nbgrader's own add_submission trips SQLAlchemy's
-                    warnings.simplefilter("ignore")  # autoflush warnings ("not in session"); harmless
-                    gb.add_submission(assignment, student)
+            when = (timestamps or {}).get(student)
+            with warnings.catch_warnings():     # nbgrader's own add_submission trips SQLAlchemy's
+                warnings.simplefilter("ignore")  # autoflush warnings ("not in session"); harmless
+                gb.update_or_create_submission(assignment, student, **({"timestamp": when} if when else {}))
             written = 0
             for exercise in result.exercises:
                 key = (exercise.module, grade_id_of(exercise.id))
