@@ -157,10 +157,12 @@ def _kinds(md: str) -> dict[str, int]:
     return counts
 
 
-def test_markdown_keeps_the_templates_structure():
+@pytest.mark.parametrize("hostile_result", [EVIL, hostile(base(), payload="> " + PAYLOAD)], ids=["payload", "quote"])
+def test_markdown_keeps_the_templates_structure(hostile_result):
     """The payload closes no fence, ends no <details>, opens no comment, makes no heading, link,
-    emphasis, table cell or HTML: the hostile report parses into the same blocks as the plain one."""
-    evil, plain = render(EVIL, "md"), render(BASE, "md")
+    emphasis, table cell, block quote or HTML: the hostile report parses into the same blocks as the
+    plain one. `quote`: every string starts with `> `, at a line's start or after the template's `> `."""
+    evil, plain = render(hostile_result, "md"), render(BASE, "md")
     kinds, expected = _kinds(evil), _kinds(plain)
     for kind in ("heading", "block_code", "block_html", "inline_html", "link", "emphasis", "strong",
                  "table_cell", "list_item", "block_quote", "thematic_break"):
@@ -224,5 +226,9 @@ def test_escapes_by_kind():
     assert text_line("a\nb\tc\x1b[2J") == "a\\nb\\tc\\x1b[2J"
     assert text_block("ok\n  ::error::x") == "ok\n  \\::error::x"
     assert md_inline("<!-- # *a* [l](u)") == "&#60;&#33;-- &#35; &#42;a&#42; &#91;l&#93;(u)"
+    # what means nothing where it stands stays as it is: a time, a quoted colon, a '>' inside the text
+    plain = "12:20 +01:00 (due 12:00 +01:00): expected ':' · File > Save"
+    assert md_inline(plain) == plain
+    assert md_inline(" > a :+1: :100: http://x") == " &#62; a &#58;+1: &#58;100: http&#58;//x"
     assert md_code("````\nx", indent=2) == "  `````\n  ````\n  x\n  `````"
     assert md_code_span("a|`b") == "``a\\|`b``"

@@ -9,8 +9,9 @@ of its format, whatever the field: which fields are the student's is not guessed
                              starts with `::` (a GitHub workflow command: actions/runner,
                              ActionCommand.TryParseV2 trims leading spaces, then looks for `::`)
     md_inline / md_block     Markdown text, also inside GitHub's HTML blocks (<summary>): every
-                             character Markdown or HTML gives a meaning is an entity (`&#35;`),
-                             which CommonMark shows as the character and never reads as syntax
+                             character Markdown or HTML would read as syntax where it stands is an
+                             entity (`&#35;`), which CommonMark shows as the character and never
+                             reads as syntax (entities, not backslashes: those are literal in HTML)
     md_code_span             an inline code span, delimited by more backticks than any run inside
     md_code                  a fenced block longer than any backtick run inside it (CommonMark 4.5)
     xml_chars                what XML 1.0 cannot carry, replaced (JUnit; ElementTree escapes the rest)
@@ -32,10 +33,15 @@ from markupsafe import Markup
 # invisible formatting characters, line and paragraph separators (str.splitlines breaks on them).
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
 _WORKFLOW = re.compile(r"^(\s*)::", re.MULTILINE)
-# Markdown's and HTML's syntax characters; `:` before a word starts an emoji (`:white_check_mark:`)
-# or a URL, `@` and `www.` GitHub's bare autolinks, `$` its math.
-# An `_` between letters or digits opens no emphasis (CommonMark 6.2): snake_case stays readable.
-_MD_SPECIAL = re.compile(r"[\\`*\[\]<>&#|!~$@]|(?<![^\W_])_|_(?![^\W_])|:(?=\S)|(?i:(?<=www)\.)")
+# Markdown's and HTML's syntax characters; `@` and `www.` start GitHub's bare autolinks, `$` its math.
+# Only what can mean something is escaped, so that text stays readable (12:20 +01:00, File > Save):
+# - `_` between letters or digits opens no emphasis (CommonMark 6.2): snake_case stays as it is;
+# - `:` only where it can open an emoji code (`:white_check_mark:`, `:100:`: a run of [a-z0-9_+-] then
+#   `:`) or a URL's `://` (GFM autolinks); elsewhere (`12:20 +01:00`, `expected ':'`) it is text;
+# - `>` only first in the text (_QUOTE), where it would open a block quote, also after the template's
+#   own `> ` or `- `; elsewhere it closes nothing, since every `<` is escaped.
+_MD_SPECIAL = re.compile(r"[\\`*\[\]<&#|!~$@]|(?<![^\W_])_|_(?![^\W_])|:(?=[A-Za-z0-9_+-]+:|/)|(?i:(?<=www)\.)")
+_QUOTE = re.compile(r"^(\s*)>")
 _MD_LINE_START = re.compile(r"^(\s*)([-+=]|\d+(?=[.)]))", re.MULTILINE)
 _INVALID_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
@@ -81,7 +87,7 @@ def _entity(ch: re.Match) -> str:
 
 def md_inline(text: str) -> str:
     """Markdown text inside a line (a table cell, a summary, after `> `): line breaks become spaces."""
-    return _MD_SPECIAL.sub(_entity, " ".join(_controls(text).split("\n")))
+    return _QUOTE.sub(r"\1&#62;", _MD_SPECIAL.sub(_entity, " ".join(_controls(text).split("\n"))))
 
 
 def md_block(text: str) -> str:
