@@ -87,4 +87,5 @@ def test_the_submission_time_reaches_nbgrader_s_gradebook(tmp_path, monkeypatch)
         assert (alice.timestamp, alice.total_seconds_late) == (datetime(2026, 3, 2, 10, 0), 34 * 3600)
         assert (bob.timestamp, alice.score, bob.score) == (None, 1.0, 1.0)
     (line,) = [n for n in summary.notes if n.startswith("nbgrader: scores written for 2 students")]
-    assert "; no submission time for bob (no timestamp.txt in the submission folder" in line
+    assert line.endswith("; no usable timestamp.txt for bob: nbgrader keeps the time it had for them "
+                         "(none for a new submission)")

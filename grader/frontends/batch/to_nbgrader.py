@@ -31,7 +31,7 @@ def hand_over(export, db: str, assignment: str, rows: list[Row]) -> str:
     line = f"nbgrader: scores written{count} to {db}, assignment {assignment}"
     missing = sorted(set(recorded) - set(stamps))
     if missing:
-        line += (f"; no submission time for {', '.join(missing[:LISTED])}{' …' if len(missing) > LISTED else ''} "
-                 f"({recorded[missing[0]].problem}{' …' if len(missing) > 1 else ''}): nbgrader keeps the time "
-                 "it had for them, none for a new submission")
+        line += (f"; no usable timestamp.txt for {', '.join(missing[:LISTED])}"
+                 f"{' …' if len(missing) > LISTED else ''}: nbgrader keeps the time it had for them "
+                 "(none for a new submission)")
     return line
