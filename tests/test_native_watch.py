@@ -9,13 +9,14 @@ checks that the missing layer is named; the kernel-name tests run everywhere.
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 
 import pytest
 
 import grader.catalog.rules as rules
 from grader.catalog.spec import Forbidden
-from grader.sandbox import kernel_symbols, native_watch, watch_slots
+from grader.sandbox import breakpoints, kernel_symbols, native_watch, watch_slots
 from grader.sandbox.provision import copy_submission, make_workdir
 
 COUNTED = "counted by the operating system"
@@ -229,6 +230,62 @@ def test_a_zygote_started_while_counters_are_open_keeps_their_breakpoints(watche
             shutil.rmtree(workdir, ignore_errors=True)
     assert int(kb["Anonymous:"]) > 0 and int(kb["Rss:"]) <= int(kb["Anonymous:"]) + 256, kb
     assert outcome.kind == "ok" and _counted(outcome), outcome.hits
+
+
+def _erase_breakpoints(pid: int, offsets: list[int]) -> int:
+    """Write the library's own bytes over the breakpoints at `offsets` in the memory of process `pid`
+    and of its children (a spare): what a zygote that dropped their pages as they were written has
+    (grader.sandbox.breakpoints). The number of entries that held one."""
+    library = kernel_symbols.library()
+    erased = 0
+    for p in [pid] + [int(c) for t in os.listdir(f"/proc/{pid}/task")
+                      for c in open(f"/proc/{pid}/task/{t}/children").read().split()]:
+        maps = [line.split() for line in open(f"/proc/{p}/maps")]
+        spans = [(int(f[0].split("-")[0], 16), int(f[0].split("-")[1], 16), int(f[2], 16)) for f in maps
+                 if len(f) >= 6 and f[5] == library and "x" in f[1]]
+        with open(library, "rb") as lib, open(f"/proc/{p}/mem", "r+b", buffering=0) as mem:
+            for off in offsets:
+                low, high, start = next(s for s in spans if s[2] <= off < s[2] + s[1] - s[0])
+                mem.seek(low + off - start)
+                if mem.read(len(breakpoints.INSTRUCTION)) == breakpoints.INSTRUCTION:
+                    erased += 1
+                    lib.seek(off)
+                    mem.seek(low + off - start)
+                    mem.write(lib.read(len(breakpoints.INSTRUCTION)))
+    return erased
+
+
+@NEEDS_PROBES
+def test_a_breakpoint_the_zygote_lost_is_written_again(watched, config):
+    """A zygote that drops its code pages just as a counter writes its breakpoint loses it, and every
+    child it forks then runs that kernel uncounted (CI: 3 kernel-count scenarios passed). Before a
+    watched child is handed over, the parent finds the breakpoint missing in the zygote and writes
+    it again: the child's call is counted, and so is the next child's."""
+    import torch
+
+    from grader.pipeline.engine import limits_from
+    from grader.sandbox.runner import Sandbox
+
+    assert watched.call("c_nn", (torch.randn(2, 3, 4),), timeout=30).kind == "ok"     # the counters are open
+    offsets = sorted({o for k in rules.SDPA.native for o in kernel_symbols.offsets(kernel_symbols.library(), k)})
+    workdir = make_workdir()
+    copy_submission({"attacks": ATTACKS}, workdir)
+    counted = []
+    try:
+        with Sandbox(limits_from(config)) as second:
+            second.start()
+            assert _erase_breakpoints(second._zygote.pid, offsets) >= len(offsets)
+            for _ in range(2):
+                session = second.open(workdir, "attacks", forbidden=[dataclasses.asdict(rules.SDPA)],
+                                      import_timeout=30, count_kernels=True)
+                try:
+                    assert "kernel count" not in session.ready.detail, session.ready.detail
+                    counted.append(_counted(session.call("c_nn", (torch.randn(2, 3, 4),), timeout=30)))
+                finally:
+                    session.close()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    assert all(counted), counted
 
 
 def test_without_the_layer_the_feedback_says_so(sandbox, monkeypatch):

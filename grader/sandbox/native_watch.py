@@ -38,13 +38,14 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from grader.sandbox import cgroups, hierarchies, keeper, watch_slots
+from grader.sandbox import breakpoints, cgroups, hierarchies, keeper, watch_slots
 from grader.sandbox.watch_slots import Slot
 from grader.sandbox.kernel_symbols import library, offsets
 
 _read = hierarchies.read_value
 
 _UPROBE_TYPE = "/sys/bus/event_source/devices/uprobe/type"
+_ONLINE = "/sys/devices/system/cpu/online"
 _PERF_EVENT_OPEN = {"x86_64": 298, "aarch64": 241}.get(platform.machine())
 _FLAG_PID_CGROUP, _FLAG_FD_CLOEXEC = 1 << 2, 1 << 3
 _ATTR = struct.Struct("<IIQQQQQIIQQ")     # perf_event_attr up to config2 (PERF_ATTR_SIZE_VER1, 72 bytes)
@@ -71,8 +72,10 @@ class Watch:
     group, closed by `close()`."""
 
     kernels: list[tuple[str, str]]                      # (rule, kernel) per counted symbol
+    offsets: list[int]                                  # per symbol: its file offset in libtorch
     fds: list[list[int]] = field(default_factory=list)  # per symbol: one counter per CPU
     slot: Slot | None = None
+    group: str = ""                                     # without a slot: the child's own group
 
     def read(self) -> list[int]:
         return [sum(struct.unpack("<Q", os.read(fd, 8))[0] for fd in per_cpu) for per_cpu in self.fds]
@@ -148,7 +151,8 @@ def open_watch(rules: list[dict[str, Any]], child_group: str | None) -> tuple[Wa
     slot = _slot() if slots else None
     if slots and slot is None:
         return None, "no watch group could be made"
-    watch = Watch([(rule, kernel) for rule, kernel, _ in symbols], slot=slot)
+    watch = Watch([(rule, kernel) for rule, kernel, _ in symbols], [off for _, _, off in symbols], slot=slot,
+                  group=child_group or "")
     try:
         for _, _, off in symbols:
             watch.fds.append(_counters(path, off, slot) if slot else _open(path, off, child_group, ()))
@@ -156,6 +160,31 @@ def open_watch(rules: list[dict[str, Any]], child_group: str | None) -> tuple[Wa
         watch.close()
         return None, f"perf_event_open failed ({e.strerror or e})"
     return watch, ""
+
+
+def place(watch: Watch, zygote: int, placed: set[int]) -> str:
+    """Each watched function's breakpoint in the memory of the zygote the child is forked from,
+    written again where it is not (grader.sandbox.breakpoints): "" once they all are, else why not.
+    `placed`: the offsets already seen there, kept per zygote, to which those seen now are added."""
+    todo = sorted(set(watch.offsets) - placed)
+    if not todo:
+        return ""
+    path = library()
+    folder = watch.slot.folders[0] if watch.slot else watch.group
+    cpus = watch.slot.cpus[:1] if watch.slot else (watch_slots.cpu_list(_read(_ONLINE) or "0")[0],)
+    try:
+        lost = breakpoints.missing(zygote, path, todo)
+        for off in lost:        # a new consumer of the uprobe: the kernel writes the breakpoint where it is not
+            fds = _open(path, off, folder, cpus)
+            keeper.hand(fds, close=True)    # its copies are then the last: these closes cost nothing
+            for fd in fds:
+                os.close(fd)
+        lost = breakpoints.missing(zygote, path, lost) if lost else []
+    except OSError as e:
+        return f"the breakpoints in the sandbox could not be checked ({e.strerror or e})"
+    placed.update(set(todo) - set(lost))
+    names = sorted({kernel for (_, kernel), off in zip(watch.kernels, watch.offsets) if off in lost})
+    return f"the breakpoint of {', '.join(names)} could not be placed in the sandbox" if names else ""
 
 
 # The process's own counters on its slots, opened once per (slot, offset): a uprobe costs the kernel
@@ -236,7 +265,7 @@ def _open(path: str, offset: int, cgroup_dir: str, cpus: tuple[int, ...]) -> lis
     group = os.open(cgroup_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     fds: list[int] = []
     try:
-        for cpu in cpus or watch_slots.cpu_list(_read("/sys/devices/system/cpu/online") or "0"):
+        for cpu in cpus or watch_slots.cpu_list(_read(_ONLINE) or "0"):
             fd = libc.syscall(_PERF_EVENT_OPEN, attr, group, cpu, -1, _FLAG_PID_CGROUP | _FLAG_FD_CLOEXEC)
             if fd < 0:
                 err = ctypes.get_errno()
