@@ -16,6 +16,9 @@ tests/scenarios.py):
   the child blinded: the kernel's count catches them;
 - autograd_past_the_engine: PyTorch's derivative formulas without the engine (a graph's nodes called
   directly, forward-mode AD) with every net inside the child blinded: the kernel's count catches them;
+- count_undone: the same, with the kernel's count undone in the child's memory first (libtorch's code
+  pages dropped, in the child and in a helper it forks; its code written back from the file): the
+  system-call filter and the code's seal refuse it, and the count catches the kernel;
 - tensor_method_shortcuts: PyTorch's activation as a method of the input tensor (z.relu());
 - calls_beyond_the_contract: a function called with an extra keyword of the student's own, or with
   arguments the contract's function does not take, by another exercise's code: the student's own
@@ -120,6 +123,7 @@ def test_real_autograd_is_caught_by_every_route(graded, exercise, how, line):
 
 
 PAST_THE_ENGINE = ["activations.sigmoid_grad", "activations.tanh_grad", "losses.mse_loss_grad"]
+UNDONE = ["activations.sigmoid", "activations.tanh", "cnn.max_pool2d"]
 OTHER_NAMES = ["cnn.conv2d", "cnn.max_pool2d", "activations.sigmoid", "activations.softmax", "losses.mse_loss",
                "losses.cross_entropy", "transformer.layer_norm"]
 
@@ -128,7 +132,7 @@ OTHER_NAMES = ["cnn.conv2d", "cnn.max_pool2d", "activations.sigmoid", "activatio
 @pytest.mark.parametrize("exercise", PAST_THE_ENGINE)
 def test_autograd_past_the_engine_is_counted_by_the_kernel(graded, exercise):
     e = graded("autograd_past_the_engine", PAST_THE_ENGINE)[exercise]
-    assert e.status.value == "forbidden" and e.points == 0, (e.status, e.message)
+    assert e.status.value == "forbidden" and e.points == 0, (e.status, e.message, e.notes)
     assert e.message.startswith(CAUGHT["run"]) and "counted by the operating system" in e.message, e.message
 
 
@@ -138,7 +142,15 @@ def test_library_kernels_by_other_names_are_counted_by_the_kernel(graded, exerci
     """An out= overload, a sibling that computes the same (glu, huber, masked softmax, group norm), with
     the tripwires and the dispatch mode blinded: the kernel's count is the line that holds."""
     e = graded("kernels_by_other_names", OTHER_NAMES)[exercise]
-    assert e.status.value == "forbidden" and e.points == 0, (e.status, e.message)
+    assert e.status.value == "forbidden" and e.points == 0, (e.status, e.message, e.notes)
+    assert e.message.startswith(CAUGHT["run"]) and "counted by the operating system" in e.message, e.message
+
+
+@pytest.mark.skipif(bool(native_watch.unavailable()), reason=native_watch.unavailable() or "")
+@pytest.mark.parametrize("exercise", UNDONE)
+def test_the_kernels_count_cannot_be_undone_in_the_child(graded, exercise):
+    e = graded("count_undone", UNDONE)[exercise]
+    assert e.status.value == "forbidden" and e.points == 0, (e.status, e.message, e.notes)
     assert e.message.startswith(CAUGHT["run"]) and "counted by the operating system" in e.message, e.message
 
 

@@ -16,6 +16,8 @@
   the grader package, nor the course folder with its solutions and configuration, nor secrets
   (grader.sandbox.provision decides the paths); no TCP bind or connect (ABI 4), no abstract Unix
   socket or signal reaching outside its own processes (ABI 6 scopes);
+- a system-call filter (grader.sandbox.syscall_filter): nothing that would run a forbidden
+  kernel uncounted by the native watch (its code page dropped, a helper's code written);
 - no new privileges; killed when the zygote dies.
 Each step that the machine cannot do is reported as a note, never silently skipped.
 """
@@ -27,7 +29,7 @@ import resource
 import signal
 import struct
 
-from grader.sandbox import cgroups, mounts
+from grader.sandbox import cgroups, mounts, syscall_filter, zygote_pages
 
 PR_SET_PDEATHSIG = 1
 PR_SET_KEEPCAPS = 8
@@ -97,6 +99,10 @@ def confine(workdir: str, memory_bytes: int, file_bytes: int, uid: int | None, i
     libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     if not _landlock(workdir, list(read_paths), libc):
         notes.append("no Landlock")
+    if not syscall_filter.install(libc):
+        notes.append("no system-call filter")
+    if not zygote_pages.sealed:
+        notes.append("libtorch's code not sealed")
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)   # after setuid, which clears it
     return notes
 

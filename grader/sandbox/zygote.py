@@ -38,7 +38,8 @@ import torch
 import torch.nn.functional  # noqa: F401
 
 from grader.sandbox import child, processes, tripwires, wire  # noqa: F401  (child: warm)
-from grader.sandbox.zygote_pages import collapse_next, collapsible, drop_code_entries
+from grader.sandbox.kernel_symbols import library
+from grader.sandbox.zygote_pages import collapse_next, collapsible, drop_code_entries, seal_code
 
 MAX_REQUEST = 1 << 20
 PR_SET_PDEATHSIG = 1
@@ -191,6 +192,7 @@ def main(control_fd: int) -> None:
     os.environ.pop("GLIBC_TUNABLES", None)     # set for this process's malloc only (grader.sandbox.launch)
     _warm()
     drop_code_entries()
+    seal_code(library())
     spare = _spare(control)
     try:
         _serve(control, spare)

@@ -1,6 +1,6 @@
 """The zygote's page tables (grader.sandbox.zygote): what each fork of a child copies, and each
 child's exit drops, made small. Its anonymous memory is put in huge pages; the entries of its code
-mappings that only the page cache holds are dropped.
+mappings that only the page cache holds are dropped. Then libtorch's code is sealed.
 """
 from __future__ import annotations
 
@@ -94,3 +94,29 @@ def _private_pages(pagemap, low: int, high: int) -> list[int]:
     """The addresses of the pages of [low, high) that are this process's own, not the page cache's."""
     entries = memoryview(os.pread(pagemap.fileno(), (high - low) // PAGE * 8, low // PAGE * 8)).cast("Q")
     return [low + i * PAGE for i, e in enumerate(entries) if e & (PM_PRESENT | PM_FILE) == PM_PRESENT]
+
+
+# Sealed code. The native watch counts a kernel through the breakpoint its uprobe writes into the
+# page that holds the kernel's entry (grader.sandbox.breakpoints), in each process's own memory: a
+# child that made that page writable could write the original instruction back, or map other
+# memory over it, and run the kernel uncounted. mseal (Linux >= 6.10) makes the mappings of
+# libtorch's code refuse mprotect, munmap, mremap and a mapping made over them (EPERM), in the zygote
+# and in every process forked from it; the kernel's own writes (a uprobe's) are not refused.
+# Dropping the page (MADV_DONTNEED), which a seal does not refuse for a file's pages, is refused by
+# the child's system-call filter (grader.sandbox.syscall_filter).
+_SYS_MSEAL = {"x86_64": 462, "aarch64": 462}.get(os.uname().machine)
+sealed = False      # set in the zygote, and so in each child it forks (grader.sandbox.confine notes its absence)
+
+
+def seal_code(library: str) -> bool:
+    """Seal the executable mappings of the library at `library`: False where the kernel cannot."""
+    global sealed
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    with open("/proc/self/maps") as f:
+        spans = [[int(x, 16) for x in fields[0].split("-")] for fields in map(str.split, f)
+                 if len(fields) >= 6 and fields[5] == library and "x" in fields[1]]
+    done = [_SYS_MSEAL is not None and libc.syscall(_SYS_MSEAL, ctypes.c_ulong(low), ctypes.c_size_t(high - low),
+                                                    ctypes.c_ulong(0)) == 0 for low, high in spans]
+    sealed = bool(done) and all(done)
+    return sealed
