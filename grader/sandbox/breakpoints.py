@@ -24,28 +24,41 @@ from __future__ import annotations
 import os
 import platform
 import struct
+from dataclasses import dataclass, field
 from typing import Iterable
 
 # The instruction a uprobe writes at the function's entry (the kernel's UPROBE_SWBP_INSN).
 INSTRUCTION = {"x86_64": b"\xcc", "aarch64": struct.pack("<I", 0xD42000A0)}.get(platform.machine(), b"")
 
 
-def missing(pid: int, path: str, offsets: Iterable[int]) -> list[int]:
+@dataclass
+class Seen:
+    """What the parent has read of one zygote's memory: where its code mappings of the library are
+    ((start, size, file offset) each, read once: they never move) and the offsets whose breakpoint
+    it was seen to hold."""
+
+    spans: list[tuple[int, int, int]] | None = None
+    placed: set[int] = field(default_factory=set)
+
+
+def missing(pid: int, path: str, offsets: Iterable[int], seen: Seen) -> list[int]:
     """The file offsets, of those given, of the functions of the library at `path` whose entry in the
     memory of process `pid` is not the breakpoint (a function outside its code mappings included).
     OSError: the process is gone, or its memory cannot be read."""
-    spans = []
-    with open(f"/proc/{pid}/maps") as f:
-        for line in f:
-            fields = line.split()
-            if len(fields) >= 6 and fields[5] == path and "x" in fields[1]:
-                low, high = (int(x, 16) for x in fields[0].split("-"))
-                spans.append((low, high - low, int(fields[2], 16)))
+    if seen.spans is None:
+        spans = []
+        with open(f"/proc/{pid}/maps") as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) >= 6 and fields[5] == path and "x" in fields[1]:
+                    low, high = (int(x, 16) for x in fields[0].split("-"))
+                    spans.append((low, high - low, int(fields[2], 16)))
+        seen.spans = spans
     fd = os.open(f"/proc/{pid}/mem", os.O_RDONLY | os.O_CLOEXEC)
     try:
         lost = []
         for offset in offsets:
-            at = next((low + offset - start for low, size, start in spans if start <= offset < start + size), None)
+            at = next((low + offset - start for low, size, start in seen.spans if start <= offset < start + size), None)
             if at is None or not INSTRUCTION or os.pread(fd, len(INSTRUCTION), at) != INSTRUCTION:
                 lost.append(offset)
         return lost

@@ -162,27 +162,27 @@ def open_watch(rules: list[dict[str, Any]], child_group: str | None) -> tuple[Wa
     return watch, ""
 
 
-def place(watch: Watch, zygote: int, placed: set[int]) -> str:
+def place(watch: Watch, zygote: int, seen: breakpoints.Seen) -> str:
     """Each watched function's breakpoint in the memory of the zygote the child is forked from,
     written again where it is not (grader.sandbox.breakpoints): "" once they all are, else why not.
-    `placed`: the offsets already seen there, kept per zygote, to which those seen now are added."""
-    todo = sorted(set(watch.offsets) - placed)
+    `seen`: what was read of that zygote before, kept per zygote, to which this adds."""
+    todo = sorted(set(watch.offsets) - seen.placed)
     if not todo:
         return ""
     path = library()
     folder = watch.slot.folders[0] if watch.slot else watch.group
     cpus = watch.slot.cpus[:1] if watch.slot else (watch_slots.cpu_list(_read(_ONLINE) or "0")[0],)
     try:
-        lost = breakpoints.missing(zygote, path, todo)
+        lost = breakpoints.missing(zygote, path, todo, seen)
         for off in lost:        # a new consumer of the uprobe: the kernel writes the breakpoint where it is not
             fds = _open(path, off, folder, cpus)
             keeper.hand(fds, close=True)    # its copies are then the last: these closes cost nothing
             for fd in fds:
                 os.close(fd)
-        lost = breakpoints.missing(zygote, path, lost) if lost else []
+        lost = breakpoints.missing(zygote, path, lost, seen) if lost else []
     except OSError as e:
         return f"the breakpoints in the sandbox could not be checked ({e.strerror or e})"
-    placed.update(set(todo) - set(lost))
+    seen.placed.update(set(todo) - set(lost))
     names = sorted({kernel for (_, kernel), off in zip(watch.kernels, watch.offsets) if off in lost})
     return f"the breakpoint of {', '.join(names)} could not be placed in the sandbox" if names else ""
 

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from grader.sandbox import budgets, cgroups, launch, native_watch, processes, provision, uids, wire
+from grader.sandbox import breakpoints, budgets, cgroups, launch, native_watch, processes, provision, uids, wire
 from grader.sandbox.drain import Drain
 from grader.sandbox.replies import Outcome
 from grader.sandbox.replies import outcome as _outcome
@@ -50,7 +50,7 @@ class Sandbox:
         self._tripwires = sorted(set(tripwires))
         self._zygote: subprocess.Popen | None = None
         self._control: socket.socket | None = None
-        self._placed: set[int] = set()
+        self._seen = breakpoints.Seen()
         self._lock = threading.Lock()
         self._budgets = budgets.Budgets(self.limits.memory_bytes)
 
@@ -69,7 +69,7 @@ class Sandbox:
         provision.remove_stale_workdirs()   # what a grader killed from outside left behind
         # one launched early (before this process imported torch) if there is one, else a new one
         self._zygote, self._control = launch.take(self.limits.threads) or launch.launch(self.limits.threads)
-        self._placed = set()          # the native watch's breakpoints seen in this zygote (native_watch.place)
+        self._seen = breakpoints.Seen()     # the native watch's breakpoints read in this zygote (native_watch.place)
         line = self._zygote.stdout.readline()
         if line.strip() != b"ready":
             raise SandboxError("the sandbox process failed to start (is torch importable in this Python?)")
@@ -119,7 +119,7 @@ class Sandbox:
             with self._lock:
                 self.start()
                 if watch is not None:       # the zygote's breakpoints, as its children copy them
-                    unwatched = native_watch.place(watch, self._zygote.pid, self._placed) or unwatched
+                    unwatched = native_watch.place(watch, self._zygote.pid, self._seen) or unwatched
                 socket.send_fds(self._control, [struct.pack(">I", len(payload)) + payload],
                                 [theirs.fileno(), out_w])
                 pid = struct.unpack(">I", self._control.recv(4))[0]
