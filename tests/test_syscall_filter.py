@@ -26,7 +26,12 @@ libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
 libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
 libc.prctl(38, 1, 0, 0, 0)                                  # PR_SET_NO_NEW_PRIVS
-seen = {"installed": syscall_filter.install(libc)}
+import torch
+from grader.sandbox.kernel_symbols import library
+spans = [[int(x, 16) for x in f[0].split("-")] for f in map(str.split, open("/proc/self/maps"))
+         if len(f) >= 6 and f[5] == library() and "x" in f[1]]
+code = (min(s[0] for s in spans), max(s[1] for s in spans))
+seen = {"installed": syscall_filter.install(libc, code)}
 _, madvise, numbers = syscall_filter._ABI[platform.machine()]
 page = ctypes.create_string_buffer(3 << 12)
 at = (ctypes.addressof(page) + 4095) & ~4095
@@ -36,11 +41,12 @@ def errno_of(result):
     return "ok" if result >= 0 else errno.errorcode.get(ctypes.get_errno(), "?")
 
 
-for advice in (4, 9, 24, 3, 14):        # DONTNEED, REMOVE, DONTNEED_LOCKED; WILLNEED, HUGEPAGE
-    seen[f"madvise {advice}"] = errno_of(libc.madvise(at, 4096, advice))
+for advice in (4, 24, 3):               # DONTNEED, DONTNEED_LOCKED; WILLNEED
+    seen[f"code {advice}"] = errno_of(libc.madvise(code[0], 4096, advice))
+    seen[f"memory {advice}"] = errno_of(libc.madvise(at, 4096, advice))
+seen["code and memory 4"] = errno_of(libc.madvise(0, code[0] + 4096, 4))   # over the code: refused, not ENOMEM
 for name in ("memfd_create", "ptrace", "io_uring_setup", "process_vm_writev", "process_madvise"):
     seen[name] = errno_of(libc.syscall(numbers[name], 0, 0, 0, 0, 0))
-import torch
 blocks = [torch.randn(1 << 20) for _ in range(64)]          # 256 MB, then freed
 seen["torch"] = float(sum(b.sum() for b in blocks).abs() > 0)
 del blocks
@@ -65,42 +71,68 @@ def _in_filtered_child() -> dict:
 def test_what_would_undo_the_kernels_count_is_refused_and_the_rest_runs():
     seen = _in_filtered_child()
     assert seen.pop("installed") is True
-    assert {k: seen[k] for k in ("madvise 4", "madvise 9", "madvise 24")} == dict.fromkeys(
-        ("madvise 4", "madvise 9", "madvise 24"), "EPERM")
-    assert seen["madvise 3"] == seen["madvise 14"] == "ok", seen     # other advice still runs
+    assert seen["code 4"] == seen["code 24"] == seen["code and memory 4"] == "EPERM", seen
+    assert seen["code 3"] == "ok", seen                             # other advice on the code runs
+    assert seen["memory 4"] == seen["memory 3"] == "ok", seen       # the rest of the memory is as ever
+    assert seen["memory 24"] in ("ok", "EINVAL"), seen              # (DONTNEED_LOCKED on memory not locked)
     for name in ("memfd_create", "ptrace", "io_uring_setup", "process_vm_writev", "process_madvise"):
         assert seen[name] == "EPERM", (name, seen)
     assert seen["torch"] == 1.0 and seen["fork"] == 7, seen
 
 
-def _verdict(program, arch: int, nr: int, advice: int = 0) -> int:
+def _verdict(program, arch: int, nr: int, args: tuple[int, ...] = ()) -> int:
     """What the classic BPF `program` returns for a system call (the instructions it uses only)."""
-    data = {0: nr, 4: arch, 32: advice}
-    pc, acc = 0, 0
+    words = [nr, arch, 0, 0] + [half for a in (list(args) + [0] * 6)[:6] for half in (a & 0xFFFFFFFF, a >> 32)]
+    pc, acc, x, memory = 0, 0, 0, [0] * 16
     while True:
         code, jt, jf, k = program[pc]
+        pc += 1
         if code == 0x06:
             return k
         if code == 0x20:
-            acc, pc = data[k], pc + 1
+            acc = words[k // 4]
+        elif code == 0x60:
+            acc = memory[k]
+        elif code == 0x61:
+            x = memory[k]
+        elif code == 0x02:
+            memory[k] = acc
+        elif code == 0x07:
+            x = acc
+        elif code in (0x0C, 0x04):
+            acc = (acc + (x if code == 0x0C else k)) & 0xFFFFFFFF
+        elif code == 0x05:
+            pc += k
         else:
-            taken = acc == k if code == 0x15 else acc >= k
-            pc += 1 + (jt if taken else jf)
+            other = x if code == 0x3D else k
+            taken = {0x15: acc == other, 0x25: acc > other, 0x35: acc >= other, 0x3D: acc >= other}[code]
+            pc += jt if taken else jf
 
 
 @pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
-def test_the_program_refuses_exactly_what_it_lists(machine):
-    program = syscall_filter.program(machine)
+@pytest.mark.parametrize("code", [None, (0x7F12_3456_7000, 0x7F12_6000_0000), (0xFFFF_F000, 0x1_0000_3000)],
+                         ids=["everywhere", "libtorch", "across-32-bits"])
+def test_the_program_refuses_exactly_what_it_lists(machine, code):
+    program = syscall_filter.program(machine, code)
     arch, madvise, numbers = syscall_filter._ABI[machine]
     allow, refuse = syscall_filter._RET_ALLOW, syscall_filter._RET_EPERM
     for nr in numbers.values():
         assert _verdict(program, arch, nr) == refuse
-    for advice in (4, 9, 24):
-        assert _verdict(program, arch, madvise, advice) == refuse
-    for advice in (0, 1, 2, 3, 8, 14, 25):
-        assert _verdict(program, arch, madvise, advice) == allow
     for nr in set(range(0, 470)) - set(numbers.values()) - {madvise}:
         assert _verdict(program, arch, nr) == allow, nr
     assert _verdict(program, arch, 0x40000000 | madvise) == refuse       # x32
-    assert _verdict(program, 0x40000003, madvise, 4) == refuse           # i386 (int 0x80)
+    assert _verdict(program, 0x40000003, madvise, (0, 0, 4)) == refuse   # i386 (int 0x80)
+    start, end = code or (0, 1 << 64)
+    spans = [(start, 4096), (end - 4096, 4096), (start - 4096, 4096), (end, 4096), (start - 8192, 8192),
+             (start - 8192, 8193), (end - 1, 1), (0, start), (0, start + 1), (end, 1 << 40), (0, 1 << 63),
+             ((1 << 32) - 4096, 8192), (start + 100, 0), (start - 5, 5)]
+    for addr, length in spans:
+        if addr < 0 or addr + length >= 1 << 64:
+            continue
+        meets = code is None or (addr < end and addr + length > start)
+        for advice in (4, 9, 24):
+            assert _verdict(program, arch, madvise, (addr, length, advice)) == (refuse if meets else allow), \
+                (hex(addr), hex(length), advice)
+        for advice in (0, 1, 2, 3, 8, 14, 25):
+            assert _verdict(program, arch, madvise, (addr, length, advice)) == allow
     assert syscall_filter.program("riscv64") is None

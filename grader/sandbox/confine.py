@@ -99,7 +99,7 @@ def confine(workdir: str, memory_bytes: int, file_bytes: int, uid: int | None, i
     libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     if not _landlock(workdir, list(read_paths), libc):
         notes.append("no Landlock")
-    if not syscall_filter.install(libc):
+    if not syscall_filter.install(libc, zygote_pages.code):
         notes.append("no system-call filter")
     if not zygote_pages.sealed:
         notes.append("libtorch's code not sealed")

@@ -7,9 +7,10 @@ that drops that page reads it again from the library's file, without the breakpo
 refused here, as are the other ways a process can change code the kernel watches in itself or in a
 helper it started:
 
-- madvise with MADV_DONTNEED, MADV_DONTNEED_LOCKED or MADV_REMOVE (the page dropped; the grader's
-  own code runs none of these in the child, and glibc's malloc ignores the refusal: it gives memory
-  back to the system less often, which the child's limit counts all the same);
+- madvise with MADV_DONTNEED, MADV_DONTNEED_LOCKED or MADV_REMOVE over any part of libtorch's code
+  (the page dropped); on the rest of the memory these run as ever (glibc's malloc gives memory back
+  with them). Where the code's place is not known, they are refused everywhere: glibc ignores the
+  refusal and gives memory back less often, which the child's limit counts all the same;
 - process_madvise, io_uring (which runs madvise on a kernel thread, outside this filter);
 - ptrace (a helper's code written through PTRACE_POKETEXT), process_vm_writev;
 - memfd_create: the only room a copy of libtorch (430 MB; another file, which no uprobe watches)
@@ -28,8 +29,12 @@ import struct
 
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 _RET_ALLOW, _RET_EPERM = 0x7FFF0000, 0x00050000 | errno.EPERM
-_LD_ABS, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06       # BPF_LD|W|ABS, JMP|JEQ|K, JMP|JGE|K, RET|K
-_NR, _ARCH, _ARG2 = 0, 4, 32                              # offsets in struct seccomp_data (arg 2: its low word)
+# classic BPF: loads, stores, arithmetic, jumps (forward only), returns
+_LD_ABS, _LD_MEM, _LDX_MEM, _ST, _TAX = 0x20, 0x60, 0x61, 0x02, 0x07
+_ADD_X, _ADD_K, _JA, _JEQ, _JGT, _JGE, _JGE_X, _RET = 0x0C, 0x04, 0x05, 0x15, 0x25, 0x35, 0x3D, 0x06
+# struct seccomp_data: nr, arch, then args[6] as 64-bit words, each read as its low and high halves
+_NR, _ARCH = 0, 4
+_ADDR, _LEN, _ADVICE = (16, 20), (24, 28), 32
 MADV_DONTNEED, MADV_REMOVE, MADV_DONTNEED_LOCKED = 4, 9, 24
 # (AUDIT_ARCH, madvise, refused system calls) per machine
 _ABI = {
@@ -41,47 +46,75 @@ _ABI = {
                                   "memfd_create": 279}),
 }
 _X32 = 0x40000000       # x86_64's x32 system calls: the number with this bit set
+Instruction = tuple[int, int, int, int]         # (code, jump if true, jump if false, k)
 
 
-def program(machine: str) -> list[tuple[int, int, int, int]] | None:
-    """The filter as BPF instructions (code, jump if true, jump if false, k); None for a machine whose
-    numbers are not known here."""
+def program(machine: str, code: tuple[int, int] | None = None) -> list[Instruction] | None:
+    """The filter as BPF instructions; None for a machine whose numbers are not known here. `code`:
+    [start, end) of libtorch's code, the only memory a dropping madvise is refused on; None: refused
+    on all memory."""
     if machine not in _ABI:
         return None
     arch, madvise, refused = _ABI[machine]
-    numbers = sorted(refused.values())
-    # [0] arch, [1] other ABI -> refuse, [2] nr, [3] x32 -> refuse, [4..] refused numbers, madvise
-    body = [(_LD_ABS, 0, 0, _ARCH), (_JEQ, 0, 0, arch), (_LD_ABS, 0, 0, _NR), (_JGE, 0, 0, _X32)]
-    body += [(_JEQ, 0, 0, n) for n in numbers]
-    body += [(_JEQ, 0, 0, madvise), (_RET, 0, 0, _RET_ALLOW)]
-    advice = len(body)
-    body += [(_LD_ABS, 0, 0, _ARG2)] + [(_JEQ, 0, 0, a) for a in (MADV_DONTNEED, MADV_REMOVE, MADV_DONTNEED_LOCKED)]
-    body += [(_RET, 0, 0, _RET_ALLOW)]
-    refuse = len(body)
-    body += [(_RET, 0, 0, _RET_EPERM)]
+    # (code, k, label if true, label if false) or a label; a label 0 is the next instruction
+    text: list = [(_LD_ABS, _ARCH, 0, 0), (_JEQ, arch, 0, "refuse"), (_LD_ABS, _NR, 0, 0),
+                  (_JGE, _X32, "refuse", 0)]
+    text += [(_JEQ, n, "refuse", 0) for n in sorted(refused.values())]
+    text += [(_JEQ, madvise, 0, "allow"), (_LD_ABS, _ADVICE, 0, 0), (_JEQ, MADV_DONTNEED, "dropping", 0),
+             (_JEQ, MADV_REMOVE, "dropping", 0), (_JEQ, MADV_DONTNEED_LOCKED, "dropping", "allow"), "dropping"]
+    text += _overlaps(*code) if code is not None else [(_JA, "refuse", 0, 0)]
+    text += ["allow", (_RET, _RET_ALLOW, 0, 0), "refuse", (_RET, _RET_EPERM, 0, 0)]
+    return _assemble(text)
 
-    def to(target: int, at: int) -> int:
-        return target - at - 1
 
-    out = []
-    for i, (code, jt, jf, k) in enumerate(body):
-        if i == 1:                          # not this machine's ABI: refuse
-            jt, jf = 0, to(refuse, i)
-        elif i == 3 or (code == _JEQ and (i < advice and k != madvise or i > advice)):
-            jt, jf = to(refuse, i), 0
-        elif code == _JEQ and k == madvise and i < advice:
-            jt, jf = to(advice, i), 0
+def _overlaps(start: int, end: int) -> list:
+    """Jump to "refuse" where [addr, addr + len) of the call meets [start, end), else to "allow":
+    addr < end and addr + len > start, in 64 bits, from 32-bit halves (the sum's carry included)."""
+    high, low = (lambda v: v >> 32), (lambda v: v & 0xFFFFFFFF)
+    return [
+        # addr + len: its low half in M[1], its high half in M[2]
+        (_LD_ABS, _ADDR[0], 0, 0), (_TAX, 0, 0, 0), (_LD_ABS, _LEN[0], 0, 0), (_ADD_X, 0, 0, 0), (_ST, 1, 0, 0),
+        (_JGE_X, 0, "no carry", 0), (_LD_ABS, _ADDR[1], 0, 0), (_ADD_K, 1, 0, 0), (_JA, "sum", 0, 0),
+        "no carry", (_LD_ABS, _ADDR[1], 0, 0),
+        "sum", (_TAX, 0, 0, 0), (_LD_ABS, _LEN[1], 0, 0), (_ADD_X, 0, 0, 0), (_ST, 2, 0, 0),
+        # addr < end
+        (_LD_ABS, _ADDR[1], 0, 0), (_JGT, high(end), "allow", 0), (_JEQ, high(end), 0, "end met"),
+        (_LD_ABS, _ADDR[0], 0, 0), (_JGE, low(end), "allow", 0),
+        # addr + len > start
+        "end met", (_LD_MEM, 2, 0, 0), (_JGT, high(start), "refuse", 0), (_JEQ, high(start), 0, "allow"),
+        (_LD_MEM, 1, 0, 0), (_JGT, low(start), "refuse", "allow"),
+    ]
+
+
+def _assemble(text: list) -> list[Instruction]:
+    """Labels resolved to jumps (forward only, as the kernel requires): (code, jt, jf, k) each."""
+    where, n = {}, 0
+    for item in text:
+        if isinstance(item, str):
+            where[item] = n
+        else:
+            n += 1
+    out: list[Instruction] = []
+    for item in text:
+        if isinstance(item, str):
+            continue
+        code, k, jt, jf = item
+        at = len(out)
+        if code == _JA:                         # an unconditional jump's offset is its k
+            out.append((code, 0, 0, where[k] - at - 1))
+            continue
+        jt, jf = ((where[j] - at - 1) if isinstance(j, str) else 0 for j in (jt, jf))
+        assert min(jt, jf) >= 0 and max(jt, jf) < 256, (item, jt, jf)
         out.append((code, jt, jf, k))
     return out
 
 
-def install(libc) -> bool:
+def install(libc, code: tuple[int, int] | None = None) -> bool:
     """Install the filter on this thread and whatever it starts (after PR_SET_NO_NEW_PRIVS): False
-    where this machine's numbers are not known or the kernel refuses."""
-    instructions = program(os.uname().machine)
+    where this machine's numbers are not known or the kernel refuses. `code`: as for `program`."""
+    instructions = program(os.uname().machine, code)
     if instructions is None:
         return False
-    code = b"".join(struct.pack("=HBBI", *i) for i in instructions)
-    buffer = ctypes.create_string_buffer(code)
+    buffer = ctypes.create_string_buffer(b"".join(struct.pack("=HBBI", *i) for i in instructions))
     fprog = ctypes.create_string_buffer(struct.pack("@HP", len(instructions), ctypes.addressof(buffer)))
     return libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, fprog, 0, 0) == 0

@@ -105,12 +105,15 @@ def _private_pages(pagemap, low: int, high: int) -> list[int]:
 # Dropping the page (MADV_DONTNEED), which a seal does not refuse for a file's pages, is refused by
 # the child's system-call filter (grader.sandbox.syscall_filter).
 _SYS_MSEAL = {"x86_64": 462, "aarch64": 462}.get(os.uname().machine)
-sealed = False      # set in the zygote, and so in each child it forks (grader.sandbox.confine notes its absence)
+# Set in the zygote, and so in each child it forks: whether the code is sealed (grader.sandbox.confine
+# notes its absence), and [start, end) of its mappings, where the child's filter refuses dropping pages.
+sealed = False
+code: tuple[int, int] | None = None
 
 
 def seal_code(library: str) -> bool:
     """Seal the executable mappings of the library at `library`: False where the kernel cannot."""
-    global sealed
+    global sealed, code
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
     with open("/proc/self/maps") as f:
@@ -119,4 +122,5 @@ def seal_code(library: str) -> bool:
     done = [_SYS_MSEAL is not None and libc.syscall(_SYS_MSEAL, ctypes.c_ulong(low), ctypes.c_size_t(high - low),
                                                     ctypes.c_ulong(0)) == 0 for low, high in spans]
     sealed = bool(done) and all(done)
+    code = (min(low for low, _ in spans), max(high for _, high in spans)) if spans else None
     return sealed
