@@ -9,9 +9,9 @@ longer counted in that process, nor in any process it forks. The zygote drops th
 of its code once, as it starts (grader.sandbox.zygote_pages.drop_code_entries); a counter that
 any grader on the machine opens for a function nobody counted yet, while it does so, writes its
 breakpoint between the zygote's reading of which of its pages are private and its dropping of the
-others, and is lost with them. Every child of that zygote then ran that kernel uncounted (seen in
-CI: the kernel's count missed 3 of the 10 kernel-count scenarios, each a forbidden kernel whose
-first counter opened as the session's zygote started).
+others, and is lost with them. Every child of that zygote then ran that kernel uncounted (in CI,
+3 of the 10 kernel-count scenarios went uncounted; here, a zygote started while another process
+opened 400 new counters lost 1 breakpoint in 4 starts).
 
 So before a watched child is handed over, the parent reads the zygote's memory at each watched
 function's entry, once per zygote and function (`missing`). Where the breakpoint is not there,
