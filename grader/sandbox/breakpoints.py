@@ -31,6 +31,18 @@ from typing import Iterable
 INSTRUCTION = {"x86_64": b"\xcc", "aarch64": struct.pack("<I", 0xD42000A0)}.get(platform.machine(), b"")
 
 
+def code_spans(pid: int | str, path: str) -> list[tuple[int, int, int]]:
+    """(start, end, file offset) of each executable mapping of the library at `path` in process `pid`
+    ("self": this one). OSError: the process is gone."""
+    spans = []
+    with open(f"/proc/{pid}/maps") as f:
+        for fields in map(str.split, f):
+            if len(fields) >= 6 and fields[5] == path and "x" in fields[1]:
+                low, high = (int(x, 16) for x in fields[0].split("-"))
+                spans.append((low, high, int(fields[2], 16)))
+    return spans
+
+
 @dataclass
 class Seen:
     """What the parent has read of one zygote's memory: where its code mappings of the library are
@@ -46,14 +58,7 @@ def missing(pid: int, path: str, offsets: Iterable[int], seen: Seen) -> list[int
     memory of process `pid` is not the breakpoint (a function outside its code mappings included).
     OSError: the process is gone, or its memory cannot be read."""
     if seen.spans is None:
-        spans = []
-        with open(f"/proc/{pid}/maps") as f:
-            for line in f:
-                fields = line.split()
-                if len(fields) >= 6 and fields[5] == path and "x" in fields[1]:
-                    low, high = (int(x, 16) for x in fields[0].split("-"))
-                    spans.append((low, high - low, int(fields[2], 16)))
-        seen.spans = spans
+        seen.spans = [(low, high - low, start) for low, high, start in code_spans(pid, path)]
     fd = os.open(f"/proc/{pid}/mem", os.O_RDONLY | os.O_CLOEXEC)
     try:
         lost = []
