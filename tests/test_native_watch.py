@@ -643,28 +643,68 @@ def test_an_adopted_slot_is_checked_and_renamed():
 @pytest.mark.skipif(not watch_slots.possible(), reason="no watch slots on this machine (not root, or cgroup2 only)")
 def test_stale_groups_are_removed_but_a_keepers_slots_are_left_to_it(monkeypatch):
     """A grader killed from outside leaves its groups, which the next grader removes; an ended grader's
-    watch slots are its keeper's (to hand over or remove), so they stay while a keeper runs."""
+    watch slots are its keeper's (to hand over or remove), so they stay while a keeper runs. Under a
+    prefix of the test's own: with no keeper said to run, the real prefix would also take the slots
+    that live graders adopted (their perf_event folders keep their first grader's name), this
+    suite's own among them."""
     import os
     import subprocess
 
     from grader.sandbox import cgroups, hierarchies, keeper
     gone = subprocess.Popen(["true"])
     gone.wait()
-    base = hierarchies.bases()["perf_event"]
-    slot, other = (os.path.join(base, f"grader-{gone.pid}-{what}") for what in ("watch1", "4242"))
+    base, prefix = hierarchies.bases()["perf_event"], f"nn-grader-test-{os.getpid()}-"
+    slot, other = (os.path.join(base, f"{prefix}{gone.pid}-{what}") for what in ("watch1", "4242"))
     for folder in (slot, other):
         os.mkdir(folder)
     try:
         monkeypatch.setattr(keeper, "keepers_running", lambda: True)
-        cgroups.remove_stale()
+        cgroups.remove_stale(prefix)
         assert os.path.isdir(slot) and not os.path.exists(other)
         monkeypatch.setattr(keeper, "keepers_running", lambda: False)
-        cgroups.remove_stale()
+        cgroups.remove_stale(prefix)
         assert not os.path.exists(slot)
     finally:
         for folder in (slot, other):
             if os.path.isdir(folder):
                 os.rmdir(folder)
+
+
+@NEEDS_PROBES
+@pytest.mark.skipif(not watch_slots.possible(), reason="no watch slots on this machine (not root, or cgroup2 only)")
+@pytest.mark.parametrize("how", ["removed", "made again"])
+def test_a_slot_whose_groups_are_gone_is_dropped_and_the_next_child_counted(sandbox, how):
+    """A free slot's groups may be removed from outside this process (another grader's clean-up, which
+    goes by names: an adopted slot's perf_event folder keeps its first grader's), and a group made again
+    under the name: the next child gets a slot that counts it, and the old slot's counters are let go."""
+    import torch
+    workdir = make_workdir()
+    copy_submission({"attacks": ATTACKS}, workdir)
+    forbidden = [dataclasses.asdict(rules.SDPA)]
+    first = sandbox.open(workdir, "attacks", forbidden=forbidden, import_timeout=30, count_kernels=True)
+    slot = first.watch.slot
+    first.close()
+    assert watch_slots._FREE[os.getpid()][-1:] == [slot], "the slot is the next one taken"
+    counters = {k: v for k, v in native_watch._SHARED.items() if k[:2] == (os.getpid(), slot.folders[0])}
+    assert counters
+    for folder in slot.folders:
+        os.rmdir(folder)
+    if how == "made again":
+        os.mkdir(slot.folders[0])
+    try:
+        second = sandbox.open(workdir, "attacks", forbidden=forbidden, import_timeout=30, count_kernels=True)
+        try:
+            assert second.watch is not None, second.ready
+            assert second.watch.slot != slot and second.watch.slot.whole()
+            outcome = second.call("aten_op", (torch.randn(2, 3, 4),), timeout=30)
+            assert {h["rule"] for h in outcome.hits if COUNTED in h["via"]} == {rules.SDPA.name}, outcome
+        finally:
+            second.close()
+        assert not set(counters) & set(native_watch._SHARED)        # closed (their numbers serve again)
+    finally:
+        if os.path.isdir(slot.folders[0]):
+            os.rmdir(slot.folders[0])
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 ADOPTS = '''

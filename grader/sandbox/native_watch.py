@@ -203,7 +203,15 @@ def _slot() -> Slot | None:
     with _ADOPTING:
         if not watch_slots.any_free():
             _adopt()
-    return watch_slots.take()
+    return watch_slots.take(_forget)
+
+
+def _forget(slot: Slot) -> None:
+    """Close this process's counters on a slot that is no longer whole (its keeper holds copies)."""
+    with _OPENING:
+        keys = [k for k in _SHARED if k[:2] == (os.getpid(), slot.folders[0])]
+        for fd in [fd for k in keys for fd in _SHARED.pop(k)]:
+            os.close(fd)
 
 
 def _adopt() -> None:
@@ -243,7 +251,7 @@ def _counters(path: str, offset: int, slot: Slot) -> list[int]:
 
 def _counted(slot: Slot, library_id: str, offset: int) -> dict[str, Any]:
     """What a counter counts, as its keeper keeps it for the next grader (grader.sandbox.keeper)."""
-    return {"folders": list(slot.folders), "inodes": watch_slots.inodes(slot), "cpus": list(slot.cpus),
+    return {"folders": list(slot.folders), "inodes": list(slot.inodes), "cpus": list(slot.cpus),
             "library": library_id, "offset": offset}
 
 

@@ -14,6 +14,7 @@ import fcntl
 import os
 import threading
 from dataclasses import dataclass
+from typing import Callable
 
 from grader.sandbox import cgroups, hierarchies
 
@@ -26,13 +27,23 @@ _MADE: dict[int, int] = {}              # grading process -> slots made
 @dataclass(frozen=True)
 class Slot:
     """One of the process's watch groups: its folders (perf_event first, then cpuset where there is
-    one) and the CPUs its members may run on."""
+    one), the CPUs its members may run on, and the folders' inodes, which tell whether the groups
+    are still the ones its counters were opened on (`whole`)."""
 
     folders: tuple[str, ...]
     cpus: tuple[int, ...]
+    inodes: tuple[int, ...]         # of its folders when it was made: which groups they are
 
     def empty(self) -> bool:
         return all(not cgroups.members_of(os.path.join(f, "cgroup.procs")) for f in self.folders)
+
+    def whole(self) -> bool:
+        """Whether its folders are still the groups it was made as: a group may be removed from
+        outside, and another made under its name, which counters opened on the first never count."""
+        try:
+            return inodes(self) == list(self.inodes)
+        except OSError:
+            return False
 
 
 def possible() -> bool:
@@ -42,13 +53,18 @@ def possible() -> bool:
     return "all" not in bases and "perf_event" in bases
 
 
-def take() -> Slot | None:
-    """A free slot of this process, or a new one (None: it could not be made)."""
-    with _POOL:
-        free = _FREE.setdefault(os.getpid(), [])     # a forked grader makes its own
-        if free:
-            return free.pop()
-    return _new()
+def take(gone: Callable[[Slot], None] = lambda slot: None) -> Slot | None:
+    """A free slot of this process, or a new one (None: it could not be made). A free slot that is no
+    longer whole is dropped, and `gone(slot)` told (its counters count nothing any more)."""
+    while True:
+        with _POOL:
+            free = _FREE.setdefault(os.getpid(), [])     # a forked grader makes its own
+            slot = free.pop() if free else None
+        if slot is None:
+            return _new()
+        if slot.whole():
+            return slot
+        gone(slot)
 
 
 def any_free() -> bool:
@@ -73,7 +89,7 @@ def adopt(folders: list[str], inodes: list[int], cpus: list[int]) -> Slot | None
             return None
     except OSError:
         return None
-    slot = Slot(tuple(folders), tuple(cpus))
+    slot = Slot(tuple(folders), tuple(cpus), tuple(inodes))
     if not slot.empty():
         return None
     if len(folders) == 2:
@@ -84,7 +100,7 @@ def adopt(folders: list[str], inodes: list[int], cpus: list[int]) -> Slot | None
             os.rename(folders[1], renamed)
         except OSError:
             return None
-        slot = Slot((folders[0], renamed), tuple(cpus))
+        slot = Slot((folders[0], renamed), tuple(cpus), tuple(inodes))
     return slot
 
 
@@ -127,15 +143,19 @@ def _new() -> Slot | None:
         _thread_mode(perf, bases["perf_event"])
         online = tuple(cpu_list(_read("/sys/devices/system/cpu/online") or "0"))
         if "cpuset" not in bases:
-            return Slot((perf,), online)
+            return _made((perf,), online)
         cpuset = os.path.join(bases["cpuset"], name)
         try:
             cpu = _pin(cpuset, bases["cpuset"])
         except FileExistsError:
             os.rmdir(perf)
             continue
-        return Slot((perf, cpuset), (cpu,)) if cpu is not None else Slot((perf,), online)
+        return _made((perf, cpuset), (cpu,)) if cpu is not None else _made((perf,), online)
     return None
+
+
+def _made(folders: tuple[str, ...], cpus: tuple[int, ...]) -> Slot:
+    return Slot(folders, cpus, tuple(os.stat(f).st_ino for f in folders))
 
 
 def _name() -> str:
