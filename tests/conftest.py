@@ -85,6 +85,18 @@ def grade_dir(sandbox, config):
     return run
 
 
+@pytest.fixture
+def short_grace(monkeypatch) -> float:
+    """For an attack that runs past its call limit: the start-up grace of a fresh child's first call
+    and import (grader.pipeline.run, 10 s for a loaded machine) cut to 5 s. Such an attack waits the
+    grace out twice (two strikes in two fresh children); its length is not what those tests check,
+    and the exercises graded beside the attack take milliseconds."""
+    from grader.pipeline import imports, run
+    for module in (run, imports):
+        monkeypatch.setattr(module, "STARTUP_GRACE", 5.0)
+    return 5.0
+
+
 def mistake_source(module: str, variant: str) -> str:
     """`def f__variant(...)` from tests/fixtures/mistakes/<module>.py, renamed to `def f(...)`.
 

@@ -134,14 +134,16 @@ def _graded(grade_dir, make_submission, body: str, cfg):
 
 @pytest.mark.parametrize("attack,status", [("malformed", "crashed"), ("deep", "crashed"), ("huge", "crashed"),
                                            ("fields", "crashed"), ("trickle", "timeout")])
-def test_a_hostile_reply_to_a_call_fails_only_that_exercise(attack, status, grade_dir, make_submission, quick):
+def test_a_hostile_reply_to_a_call_fails_only_that_exercise(attack, status, grade_dir, make_submission, quick, request):
+    if status == "timeout":
+        request.getfixturevalue("short_grace")
     marker = f"replies-call-{attack}-{os.getpid()}"
     result, seconds = _graded(grade_dir, make_submission, _attack(attack, marker), quick)
     got = statuses(result)
     assert got["attention.causal_mask"] == status, got
     assert all(got[e] == "passed" for e in ATTENTION - {"attention.causal_mask"}), got
     assert not result.grader_faults
-    assert seconds < 60            # two strikes of 10 s (start-up grace) at most, and the other three
+    assert seconds < 60            # two strikes of the start-up grace at most, and the other three
     assert _gone(marker), processes_running(marker)
 
 
