@@ -2,6 +2,7 @@
 submission retried once; killed again, the submission is reported lost (WORKER_LOST: the batch
 records it as crashed), and the rest of the class is graded regardless. A worker stuck past the
 deadline is a grader error, not retried."""
+import json
 import os
 import signal
 import subprocess
@@ -19,11 +20,21 @@ from grader.frontends.batch.workers import Pool, Task
 from grader.config import load_config
 
 
+# A correct causal_mask that takes half a second a call: a worker killed while it grades it is
+# replaced, and the retry ends in seconds, where an endless loop waits out two strikes of a fresh
+# child's start-up grace (20 s) in the retry.
+SLOW_BUT_CORRECT = {"causal_mask": "def causal_mask(T):\n    import time\n    time.sleep(0.5)\n"
+                                   "    return torch.ones(T, T, dtype=torch.bool).tril()\n"}
+
+
+def _tasks(root, slow) -> list[Task]:
+    subs = make_class(root / "subs", {"slow": slow, "a": "correct", "b": "correct", "c": {"causal_mask": "inverted"}})
+    return [Task(s, str(subs / s)) for s in ("slow", "a", "b", "c")]
+
+
 @pytest.fixture
 def tasks(tmp_path):
-    subs = make_class(tmp_path / "subs", {"slow": "hostile_infinite_loop", "a": "correct", "b": "correct",
-                                          "c": {"causal_mask": "inverted"}})
-    return [Task(s, str(subs / s)) for s in ("slow", "a", "b", "c")]
+    return _tasks(tmp_path, "hostile_infinite_loop")
 
 
 def killer(pool, student, times):
@@ -48,9 +59,10 @@ def config():
     return replace(load_config(str(ROOT / "autograde.toml"), env={}), call_timeout=2.0)
 
 
-def test_a_killed_worker_is_replaced_and_its_submission_retried(tasks):
+def test_a_killed_worker_is_replaced_and_its_submission_retried(tmp_path):
     """...and no worker leaves its folder in the temp folder behind, neither the killed one nor those
     that end (multiprocessing ends a forked worker without running atexit)."""
+    tasks = _tasks(tmp_path, SLOW_BUT_CORRECT)
     pool = Pool(2, ["attention.causal_mask"], config())
     done, folders = [], {}
 
@@ -62,6 +74,8 @@ def test_a_killed_worker_is_replaced_and_its_submission_retried(tasks):
     assert len(killed) == 1
     assert sorted(d.task.student for d in done) == ["a", "b", "c", "slow"]
     assert all(d.result_json is not None for d in done), [d.error for d in done]
+    slow = json.loads(next(d.result_json for d in done if d.task.student == "slow"))
+    assert [e["status"] for e in slow["exercises"]] == ["passed"], slow       # the retry graded it whole
     assert any(folders.values()), "no worker had a folder: nothing tested"
     assert not [f for pid in set(folders) | set(killed) for f in sandbox_folders_of(pid)]
 
@@ -70,7 +84,7 @@ def test_a_killed_workers_zygote_is_collected_by_the_forkserver_not_left_to_pid_
     """A worker killed mid-submission leaves its sandbox's zygote an orphan: it comes to the
     forkserver (the workers' subreaper), which collects it once it has ended, not to pid 1. What may
     outlive the batch is the kernel counters' keepers alone, by design."""
-    subs = make_class(tmp_path / "subs", {"slow": "hostile_infinite_loop", "a": "correct"})
+    subs = make_class(tmp_path / "subs", {"slow": SLOW_BUT_CORRECT, "a": "correct"})
     code = ("import os, signal, threading, time\n"
             "from dataclasses import replace\n"
             "from grader import cli\n"
