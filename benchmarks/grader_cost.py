@@ -110,8 +110,9 @@ def settle(limit: float = 120.0) -> float:
     ended leaves its counters to be closed (by its keeper, or at an older tree's exit), and closing
     them stalls the opening of a new grader's (13.6 s for a full check instead of 4.3 s). So each
     timed run starts on a machine where no earlier run is still being cleaned up. A keeper that
-    offers its counters to the next grader (grader.sandbox.keeper) is turned down, so that it closes
-    them now rather than in a later run. Returns the wait."""
+    offers its counters to the next grader (grader.sandbox.keeper) is turned down and asked to close
+    them now, rather than in a later run (or, while any other grader runs, after its whole patience:
+    60 s). Returns the wait."""
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < limit and counter_holders():
         _decline_offers()
@@ -129,7 +130,7 @@ def _decline_offers() -> None:
     except OSError:
         return
     for library in {n[1 + len(keeper.SPARES):] for n in names if n.startswith("@" + keeper.SPARES)}:
-        keeper.adopt(library, lambda spare: None, dispose=lambda fds: [os.close(d) for d in fds])
+        keeper.adopt(library, lambda spare: None, dispose=lambda fds: [os.close(d) for d in fds], now=True)
 
 
 @functools.cache

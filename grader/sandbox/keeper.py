@@ -43,6 +43,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Any
 
 _MOST = 250     # descriptors a message (the kernel passes at most 253)
 # seconds a keeper waits in all for other graders to end before it closes anyway
@@ -122,7 +123,7 @@ def main(fd: int, grader: int) -> None:
     if ended is not None:       # its exit is closing its own copies: wait until it has
         select.select([ended], [], [])
     given = offer(list(spares.values()), time.monotonic() + PATIENCE)
-    deadline = time.monotonic() + PATIENCE
+    deadline = time.monotonic() + (0 if given["now"] else PATIENCE)
     for d in kept:
         if d in given["fds"]:   # the adopter holds them: not the last descriptors, nothing to wait for
             os.close(d)
@@ -137,11 +138,11 @@ def main(fd: int, grader: int) -> None:
             pass
 
 
-def offer(spares: list[dict], deadline: float) -> dict[str, set]:
+def offer(spares: list[dict], deadline: float) -> dict[str, Any]:
     """Offer the slots of `spares` (all of one library) until `deadline` to one grading process of
     root's (`adopt`). What it took: {"fds": its descriptors (ours to close at once), "folders": its
-    folders (no longer ours to remove)}."""
-    given: dict[str, set] = {"fds": set(), "folders": set()}
+    folders (no longer ours to remove), "now": whether it asked for the rest to be closed at once}."""
+    given: dict[str, Any] = {"fds": set(), "folders": set(), "now": False}
     if not spares:
         return given
     library = spares[0]["library"]
@@ -162,8 +163,9 @@ def offer(spares: list[dict], deadline: float) -> dict[str, set]:
                 break
             conn, _ = listener.accept()
             with conn:
-                taken = _hand_over(conn, spares)
-            if taken is not None:
+                handed = _hand_over(conn, spares)
+            if handed is not None:
+                taken, given["now"] = handed
                 for s in taken:
                     given["fds"].update(_flat(s))
                     given["folders"].update(s["folders"])
@@ -173,9 +175,9 @@ def offer(spares: list[dict], deadline: float) -> dict[str, set]:
     return given
 
 
-def _hand_over(conn: socket.socket, spares: list[dict]) -> list[dict] | None:
-    """One adopter: the slots it took, once it has been told they are its own; None where it is not
-    root's or the exchange failed (nothing is then given)."""
+def _hand_over(conn: socket.socket, spares: list[dict]) -> tuple[list[dict], bool] | None:
+    """One adopter: the slots it took, once it has been told they are its own, and whether it asked
+    for the rest to be closed at once; None where it is not root's or the exchange failed."""
     try:
         if peer_uid(conn) != 0:
             return None
@@ -192,18 +194,19 @@ def _hand_over(conn: socket.socket, spares: list[dict]) -> list[dict] | None:
         if not isinstance(taken, list) or not all(type(i) is int and 0 <= i < len(spares) for i in taken):
             return None
         conn.sendall(b"ok")
-        return [spares[i] for i in set(taken)]
+        return [spares[i] for i in set(taken)], reply.get("now") is True
     except (OSError, ValueError):
         return None
 
 
-def adopt(library: str, claim, dispose=None) -> list:
+def adopt(library: str, claim, dispose=None, now: bool = False) -> list:
     """Take over the slots a finished grader's keeper offers for `library` ("device:inode" of the
     torch library the counters watch), if one does: `claim(spare)` is called for each slot offered
     (a dict of its "folders", their "inodes", its "cpus" and "counters", {offset: descriptors}) and
     returns what stands for it here, or None to leave it. What was claimed is returned once the
     keeper has let go of it; [] otherwise. Descriptors received and not kept are handed to this
-    process's own keeper to close, or to `dispose`."""
+    process's own keeper to close, or to `dispose`. `now`: the keeper closes the rest at once, not
+    once other graders have ended (a benchmark about to measure, which would otherwise wait)."""
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC)
     received: list[int] = []
     claimed: list = []
@@ -230,7 +233,7 @@ def adopt(library: str, claim, dispose=None) -> list:
             if here is not None:
                 taken.append(i)
                 claimed.append((here, spare))
-        conn.sendall(json.dumps({"taken": taken}).encode())
+        conn.sendall(json.dumps({"taken": taken, "now": now}).encode())
         if conn.recv(16) != b"ok":
             claimed = []
         return [here for here, _ in claimed]
