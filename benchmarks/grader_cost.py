@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -110,14 +111,29 @@ def settle(limit: float = 120.0) -> float:
     ended leaves its counters to be closed (by its keeper, or at an older tree's exit), and closing
     them stalls the opening of a new grader's (13.6 s for a full check instead of 4.3 s). So each
     timed run starts on a machine where no earlier run is still being cleaned up. A keeper that
-    offers its counters to the next grader (grader.sandbox.keeper) is turned down and asked to close
-    them now, rather than in a later run (or, while any other grader runs, after its whole patience:
-    60 s). Returns the wait."""
+    offers its counters to the next grader (grader.sandbox.keeper) is turned down, so that it closes
+    them now rather than in a later run; and this checkout's keepers are told to close at once
+    (SIGUSR1): while any other grader runs (a test suite's sandbox, another batch), a keeper waits
+    up to its whole patience (60 s) first. Returns the wait."""
     t0 = time.perf_counter()
-    while time.perf_counter() - t0 < limit and counter_holders():
+    while time.perf_counter() - t0 < limit and (holders := counter_holders()):
+        _hurry_keepers(holders)
         _decline_offers()
         time.sleep(0.5)
     return time.perf_counter() - t0
+
+
+def _hurry_keepers(pids: list[int]) -> None:
+    """SIGUSR1 to those of `pids` that run this checkout's keeper, which then close at once (a keeper
+    of another checkout may not know the signal, which would end it without removing its folders)."""
+    ours = os.path.realpath(os.path.join(ROOT, "grader", "sandbox", "keeper.py"))
+    for pid in pids:
+        command = _keeper_command(pid)
+        if command and os.path.realpath(command[0]) == ours:
+            try:
+                os.kill(pid, signal.SIGUSR1)
+            except OSError:
+                continue
 
 
 def _decline_offers() -> None:
@@ -130,7 +146,7 @@ def _decline_offers() -> None:
     except OSError:
         return
     for library in {n[1 + len(keeper.SPARES):] for n in names if n.startswith("@" + keeper.SPARES)}:
-        keeper.adopt(library, lambda spare: None, dispose=lambda fds: [os.close(d) for d in fds], now=True)
+        keeper.adopt(library, lambda spare: None, dispose=lambda fds: [os.close(d) for d in fds])
 
 
 @functools.cache
@@ -175,8 +191,15 @@ def _ancestors() -> set[int]:
     return found
 
 
-def _keeper_of(pid: str) -> int | None:
-    """The grading process whose keeper `pid` is (grader.sandbox.keeper runs as `keeper.py FD PID`)."""
+def _keeper_of(pid: str | int) -> int | None:
+    """The grading process whose keeper `pid` is."""
+    command = _keeper_command(pid)
+    return command[1] if command else None
+
+
+def _keeper_command(pid: str | int) -> tuple[str, int] | None:
+    """(its keeper.py, the grading process it keeps for) where `pid` runs grader.sandbox.keeper, as
+    `keeper.py FD PID`; else None."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             argv = f.read().split(b"\0")
@@ -184,7 +207,7 @@ def _keeper_of(pid: str) -> int | None:
         return None
     argv = argv[:-1] if argv and not argv[-1] else argv
     if len(argv) >= 3 and argv[-3].endswith(b"grader/sandbox/keeper.py") and argv[-1].isdigit():
-        return int(argv[-1])
+        return argv[-3].decode(errors="replace"), int(argv[-1])
     return None
 
 

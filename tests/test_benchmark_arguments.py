@@ -161,6 +161,52 @@ def test_settling_waits_for_other_graders_counters_not_for_those_it_runs_within(
     assert {int(pid), int(keeper)} <= set(json.loads(beside)), beside
 
 
+def test_settling_tells_this_checkouts_keepers_to_close_at_once(sandbox):
+    """A keeper closes only while no other grader runs, waiting up to its patience (60 s), and this
+    suite's sandbox runs throughout: settle() waited 49.8 s for two batch workers' keepers in a full run
+    of the suite. It now tells this checkout's keepers to close at once (SIGUSR1). The keeper here, of
+    a grader that has ended, holds a counter of this process's (software: cpu-clock)."""
+    import ctypes
+    import socket
+    import struct
+    import time
+
+    from grader.sandbox.native_watch import _PERF_EVENT_OPEN
+    sandbox.start()             # a grader running: without the signal, the keeper waits out its patience
+    counter = -1 if _PERF_EVENT_OPEN is None else ctypes.CDLL(None).syscall(
+        _PERF_EVENT_OPEN, struct.pack("IIQ", 1, 128, 0) + bytes(112), 0, -1, -1, 0)
+    if counter < 0:
+        pytest.skip("no kernel counter can be opened on this machine (perf_event_open refused)")
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    keeper = subprocess.Popen([sys.executable, "-I", "-S", str(ROOT / "grader" / "sandbox" / "keeper.py"),
+                               str(theirs.fileno()), str(gone.pid)], pass_fds=(theirs.fileno(),),
+                              env={**os.environ, "GRADER_KEEPER_PATIENCE": "60"})
+    theirs.close()
+    kept = {"folders": ["/nowhere/settle-test"], "inodes": [1], "cpus": [0], "library": "0:0", "offset": 1}
+    socket.send_fds(ours, [b"keep\n" + json.dumps(kept).encode()], [counter])
+    os.close(counter)
+    ours.close()
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import grader_cost
+        deadline = time.monotonic() + 10
+        while keeper.pid not in grader_cost.counter_holders() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert keeper.pid in grader_cost.counter_holders(), "the keeper never held the counter"
+        grader_cost.settle(limit=3)         # other keepers on the machine may hold it up: not this one
+        try:
+            assert keeper.wait(timeout=10) == 0
+        except subprocess.TimeoutExpired:
+            pytest.fail("the keeper still waits for the other grader to end although told to close at once")
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+        if keeper.poll() is None:
+            keeper.kill()
+            keeper.wait()
+
+
 def test_an_older_checkout_without_executors_grades_with_a_workers_config():
     """exercise_cost.py --against an older commit: before grader.frontends.batch.executors, a worker's
     configuration was the same field set in its pool; grading_cpu.worker_config gives the same either way."""

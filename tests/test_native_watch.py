@@ -9,7 +9,6 @@ checks that the missing layer is named; the kernel-name tests run everywhere.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import shutil
 
@@ -571,7 +570,7 @@ def test_a_keeper_hands_its_slots_to_the_next_grader(monkeypatch):
         os.write(w, b"x")
         assert len(fds) == 1 and fds[0] != r and os.read(fds[0], 1) == b"x"     # a copy of the same pipe
         os.close(fds[0])
-    assert given["fds"] == {pipes[0][0], pipes[1][0]} and given["folders"] == {"/nowhere/a"} and not given["now"]
+    assert given["fds"] == {pipes[0][0], pipes[1][0]} and given["folders"] == {"/nowhere/a"}
     assert len(closed_here) == 1        # b's descriptor, received and not taken
     for r, w in pipes:
         os.close(r)
@@ -588,44 +587,9 @@ def test_nothing_is_handed_to_or_taken_from_a_process_not_of_root(monkeypatch, u
     adopted, given, closed_here = _offered(monkeypatch, [_spare("a", pipes)], lambda s: claims.append(s) or ("x", {}),
                                            seconds=1.0, uids=uids)
     assert adopted == [] and claims == [] and closed_here == []
-    assert given == {"fds": set(), "folders": set(), "now": False}
+    assert given == {"fds": set(), "folders": set()}
     for d in pipes[0]:
         os.close(d)
-
-
-def test_a_keeper_asked_to_close_now_does_not_wait_for_other_graders(monkeypatch):
-    """A keeper closes while no other grader runs, waiting at most its patience; an adopter that takes
-    nothing and asks for the rest to be closed now (benchmarks' settle(), about to measure) is not
-    kept waiting that long while another grader runs (it was: 60.8 s, a test suite's sandbox alive)."""
-    import socket
-    import subprocess
-    import threading
-    import time
-
-    from grader.sandbox import keeper
-    monkeypatch.setattr(keeper, "SPARES", f"nn-grader-test-spares-{os.getpid()}-{time.monotonic_ns()}-")
-    monkeypatch.setattr(keeper, "PATIENCE", 30.0)
-    monkeypatch.setattr(keeper, "graders_running", lambda: True)
-    monkeypatch.setattr(keeper.resource, "setrlimit", lambda *a: None)
-    gone = subprocess.Popen(["true"])
-    gone.wait()
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    r, w = os.pipe()
-    counter = {"folders": ["/nowhere/a"], "inodes": [1], "cpus": [0], "library": "0:0", "offset": 100}
-    socket.send_fds(ours, [b"keep\n" + json.dumps(counter).encode()], [r])
-    os.close(r)
-    ours.close()
-    ended = threading.Thread(target=keeper.main, args=(theirs.detach(), gone.pid), daemon=True)
-    start = time.monotonic()
-    ended.start()
-    while ended.is_alive() and time.monotonic() - start < 10:
-        keeper.adopt("0:0", lambda spare: None, dispose=lambda fds: [os.close(d) for d in fds], now=True)
-        time.sleep(0.05)
-    ended.join(5)
-    assert not ended.is_alive(), "the keeper waited for the other grader although asked to close now"
-    with pytest.raises(BrokenPipeError):         # its copy closed: the pipe has no reader left
-        os.write(w, b"x")
-    os.close(w)
 
 
 @pytest.mark.skipif(not watch_slots.possible(), reason="no watch slots on this machine (not root, or cgroup2 only)")

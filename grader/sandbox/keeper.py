@@ -26,7 +26,8 @@ and a grading process of root's that needs a slot takes over the empty ones, the
 folders included. A grader checking the course again then opens no counter, or few (a full check
 opens ~150 on its own), and none is closed between the two. Only one keeper offers at a time (the
 name is bound once); the others wait their turn within the same patience. What no grader took is
-then closed as above, with a patience of its own.
+then closed as above, with a patience of its own. SIGUSR1 ends the offer and both waits (a benchmark
+about to measure, benchmarks/grader_cost.py's settle, which would otherwise wait them out).
 
     python -I -S keeper.py FD PID
 """
@@ -37,13 +38,13 @@ import os
 import queue
 import resource
 import select
+import signal
 import socket
 import struct
 import subprocess
 import sys
 import threading
 import time
-from typing import Any
 
 _MOST = 250     # descriptors a message (the kernel passes at most 253)
 # seconds a keeper waits in all for other graders to end before it closes anyway
@@ -85,6 +86,8 @@ def hand(fds: list[int], counter: dict | None = None, close: bool = False) -> bo
 
 
 def main(fd: int, grader: int) -> None:
+    hurry = threading.Event()       # SIGUSR1: close at once, other graders or not
+    signal.signal(signal.SIGUSR1, lambda *_: hurry.set())
     try:
         ended = os.pidfd_open(grader)
     except OSError:         # gone already, or no pidfds: its socket's end is the sign
@@ -122,13 +125,13 @@ def main(fd: int, grader: int) -> None:
     closer.join()
     if ended is not None:       # its exit is closing its own copies: wait until it has
         select.select([ended], [], [])
-    given = offer(list(spares.values()), time.monotonic() + PATIENCE)
-    deadline = time.monotonic() + (0 if given["now"] else PATIENCE)
+    given = offer(list(spares.values()), time.monotonic() + PATIENCE, hurry)
+    deadline = time.monotonic() + PATIENCE
     for d in kept:
         if d in given["fds"]:   # the adopter holds them: not the last descriptors, nothing to wait for
             os.close(d)
             continue
-        while time.monotonic() < deadline and graders_running():
+        while time.monotonic() < deadline and graders_running() and not hurry.is_set():
             time.sleep(0.2)
         close(d)
     for folder in folders - given["folders"]:
@@ -138,11 +141,12 @@ def main(fd: int, grader: int) -> None:
             pass
 
 
-def offer(spares: list[dict], deadline: float) -> dict[str, Any]:
-    """Offer the slots of `spares` (all of one library) until `deadline` to one grading process of
-    root's (`adopt`). What it took: {"fds": its descriptors (ours to close at once), "folders": its
-    folders (no longer ours to remove), "now": whether it asked for the rest to be closed at once}."""
-    given: dict[str, Any] = {"fds": set(), "folders": set(), "now": False}
+def offer(spares: list[dict], deadline: float, hurry: threading.Event | None = None) -> dict[str, set]:
+    """Offer the slots of `spares` (all of one library) until `deadline`, or `hurry` is set, to one
+    grading process of root's (`adopt`). What it took: {"fds": its descriptors (ours to close at
+    once), "folders": its folders (no longer ours to remove)}."""
+    hurry = hurry or threading.Event()
+    given: dict[str, set] = {"fds": set(), "folders": set()}
     if not spares:
         return given
     library = spares[0]["library"]
@@ -154,18 +158,17 @@ def offer(spares: list[dict], deadline: float) -> dict[str, Any]:
                 listener.bind("\0" + SPARES + library)
                 break
             except OSError:
-                if time.monotonic() + 0.2 >= deadline:
+                if time.monotonic() + 0.2 >= deadline or hurry.is_set():
                     return given
                 time.sleep(0.2)
         listener.listen(4)
-        while (left := deadline - time.monotonic()) > 0:
-            if not select.select([listener], [], [], left)[0]:
-                break
+        while (left := deadline - time.monotonic()) > 0 and not hurry.is_set():
+            if not select.select([listener], [], [], min(left, 0.2))[0]:
+                continue
             conn, _ = listener.accept()
             with conn:
-                handed = _hand_over(conn, spares)
-            if handed is not None:
-                taken, given["now"] = handed
+                taken = _hand_over(conn, spares)
+            if taken is not None:
                 for s in taken:
                     given["fds"].update(_flat(s))
                     given["folders"].update(s["folders"])
@@ -175,9 +178,9 @@ def offer(spares: list[dict], deadline: float) -> dict[str, Any]:
     return given
 
 
-def _hand_over(conn: socket.socket, spares: list[dict]) -> tuple[list[dict], bool] | None:
-    """One adopter: the slots it took, once it has been told they are its own, and whether it asked
-    for the rest to be closed at once; None where it is not root's or the exchange failed."""
+def _hand_over(conn: socket.socket, spares: list[dict]) -> list[dict] | None:
+    """One adopter: the slots it took, once it has been told they are its own; None where it is not
+    root's or the exchange failed (nothing is then given)."""
     try:
         if peer_uid(conn) != 0:
             return None
@@ -194,19 +197,18 @@ def _hand_over(conn: socket.socket, spares: list[dict]) -> tuple[list[dict], boo
         if not isinstance(taken, list) or not all(type(i) is int and 0 <= i < len(spares) for i in taken):
             return None
         conn.sendall(b"ok")
-        return [spares[i] for i in set(taken)], reply.get("now") is True
+        return [spares[i] for i in set(taken)]
     except (OSError, ValueError):
         return None
 
 
-def adopt(library: str, claim, dispose=None, now: bool = False) -> list:
+def adopt(library: str, claim, dispose=None) -> list:
     """Take over the slots a finished grader's keeper offers for `library` ("device:inode" of the
     torch library the counters watch), if one does: `claim(spare)` is called for each slot offered
     (a dict of its "folders", their "inodes", its "cpus" and "counters", {offset: descriptors}) and
     returns what stands for it here, or None to leave it. What was claimed is returned once the
     keeper has let go of it; [] otherwise. Descriptors received and not kept are handed to this
-    process's own keeper to close, or to `dispose`. `now`: the keeper closes the rest at once, not
-    once other graders have ended (a benchmark about to measure, which would otherwise wait)."""
+    process's own keeper to close, or to `dispose`."""
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC)
     received: list[int] = []
     claimed: list = []
@@ -233,7 +235,7 @@ def adopt(library: str, claim, dispose=None, now: bool = False) -> list:
             if here is not None:
                 taken.append(i)
                 claimed.append((here, spare))
-        conn.sendall(json.dumps({"taken": taken, "now": now}).encode())
+        conn.sendall(json.dumps({"taken": taken}).encode())
         if conn.recv(16) != b"ok":
             claimed = []
         return [here for here, _ in claimed]
