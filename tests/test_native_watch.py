@@ -670,6 +670,42 @@ def test_stale_groups_are_removed_but_a_keepers_slots_are_left_to_it(monkeypatch
                 os.rmdir(folder)
 
 
+@pytest.mark.skipif(not watch_slots.possible(), reason="no watch slots on this machine (not root, or cgroup2 only)")
+def test_a_slot_called_stale_is_removed_once_empty_never_killed(monkeypatch):
+    """remove_stale goes by names, and on cgroup2 an adopted slot keeps the name of the grader that
+    made it: a watch slot it calls stale loses no process (a live grader's child could be in it), and
+    goes once it is empty."""
+    import subprocess
+    import time
+
+    from grader.sandbox import cgroups, hierarchies, keeper
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    prefix = f"nn-grader-test-{os.getpid()}-"
+    slot = os.path.join(hierarchies.bases()["perf_event"], f"{prefix}{gone.pid}-watch1")
+    os.mkdir(slot)
+    member = subprocess.Popen(["sleep", "60"])
+    try:
+        with open(os.path.join(slot, "cgroup.procs"), "w") as f:
+            f.write(str(member.pid))
+        monkeypatch.setattr(keeper, "keepers_running", lambda: False)
+        cgroups.remove_stale(prefix)
+        assert member.poll() is None and os.path.isdir(slot)
+        member.kill()
+        member.wait()
+        deadline = time.monotonic() + 5          # the kernel lets go of a dead member shortly after
+        while os.path.isdir(slot) and time.monotonic() < deadline:
+            cgroups.remove_stale(prefix)
+            time.sleep(0.05)
+        assert not os.path.exists(slot)
+    finally:
+        if member.poll() is None:
+            member.kill()
+            member.wait()
+        if os.path.isdir(slot):
+            os.rmdir(slot)
+
+
 @NEEDS_PROBES
 @pytest.mark.skipif(not watch_slots.possible(), reason="no watch slots on this machine (not root, or cgroup2 only)")
 @pytest.mark.parametrize("how", ["removed", "made again"])

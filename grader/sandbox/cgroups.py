@@ -145,7 +145,10 @@ def remove_stale(prefix: str = "grader-") -> None:
     """Remove the groups of grader processes that no longer exist (killed from outside, their
     groups stayed behind): names are `<prefix><pid>-<uid>`; a live grader's groups are kept. So are
     the watch slots of ended graders while a keeper lives (grader.sandbox.keeper: it removes its
-    own, or hands them to the next grader, under their names, `<prefix><pid>-watch<n>`)."""
+    own, or hands them to the next grader, under their names, `<prefix><pid>-watch<n>`), and a watch
+    slot is only ever removed empty, never killed: on cgroup2 an adopted slot keeps the name of the
+    grader that made it, so a name can call a live grader's slot stale, with its child in it (the
+    members of a stale slot are in their own stale groups too, which are killed)."""
     if os.geteuid() != 0:
         return
     kept: bool | None = None        # whether a keeper lives: looked up once, and only for a slot
@@ -159,10 +162,18 @@ def remove_stale(prefix: str = "grader-") -> None:
             if owner.isdigit() and not _alive(int(owner)):
                 if "-watch" in entry:
                     kept = keeper.keepers_running() if kept is None else kept
-                    if kept:
-                        continue
+                    if not kept:
+                        _remove_empty(os.path.join(base, entry))
+                    continue
                 for folder, _, _ in os.walk(os.path.join(base, entry), topdown=False):   # a submission's, inside out
                     Group(1, {"stale": folder}, [os.path.join(folder, "cgroup.procs")]).remove()
+
+
+def _remove_empty(folder: str) -> None:
+    try:
+        os.rmdir(folder)
+    except OSError:         # a process in it (or gone already): left for a later pass
+        pass
 
 
 def _alive(pid: int) -> bool:
