@@ -605,7 +605,7 @@ def test_an_adopted_slot_is_checked_and_renamed():
     assert slot is not None
     made = slot.folders
     try:
-        inodes = watch_slots.inodes(slot)
+        inodes = list(watch_slots.inodes(slot.folders))
         folders, cpus = list(slot.folders), list(slot.cpus)
         assert watch_slots.adopt(folders, [i + 1 for i in inodes], cpus) is None            # another group
         assert watch_slots.adopt(["/tmp/" + os.path.basename(folders[0])] + folders[1:], inodes, cpus) is None
@@ -631,9 +631,9 @@ def test_an_adopted_slot_is_checked_and_renamed():
         assert taken is not None and taken.folders[0] == folders[0] and taken.cpus == slot.cpus
         if len(folders) == 2:
             assert taken.folders[1] != folders[1] and f"grader-{os.getpid()}-watch" in taken.folders[1]
-            assert not os.path.exists(folders[1]) and watch_slots.inodes(taken) == inodes
+            assert not os.path.exists(folders[1]) and list(watch_slots.inodes(taken.folders)) == inodes
         watch_slots.disown(taken, folders)
-        assert all(os.path.isdir(f) for f in folders) and watch_slots.inodes(slot) == inodes
+        assert all(os.path.isdir(f) for f in folders) and list(watch_slots.inodes(slot.folders)) == inodes
     finally:
         for folder in set(made):
             if os.path.isdir(folder):

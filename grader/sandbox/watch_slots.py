@@ -41,7 +41,7 @@ class Slot:
         """Whether its folders are still the groups it was made as: a group may be removed from
         outside, and another made under its name, which counters opened on the first never count."""
         try:
-            return inodes(self) == list(self.inodes)
+            return inodes(self.folders) == self.inodes
         except OSError:
             return False
 
@@ -114,9 +114,9 @@ def disown(slot: Slot, folders: list[str]) -> None:
                 pass
 
 
-def inodes(slot: Slot) -> list[int]:
-    """The inodes of the slot's folders: which groups they are, whatever their names become."""
-    return [os.stat(f).st_ino for f in slot.folders]
+def inodes(folders: tuple[str, ...] | list[str]) -> tuple[int, ...]:
+    """The inodes of a slot's folders: which groups they are, whatever their names become."""
+    return tuple(os.stat(f).st_ino for f in folders)
 
 
 def give_back(slot: Slot) -> None:
@@ -155,7 +155,7 @@ def _new() -> Slot | None:
 
 
 def _made(folders: tuple[str, ...], cpus: tuple[int, ...]) -> Slot:
-    return Slot(folders, cpus, tuple(os.stat(f).st_ino for f in folders))
+    return Slot(folders, cpus, inodes(folders))
 
 
 def _name() -> str:
