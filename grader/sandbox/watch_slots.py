@@ -73,7 +73,7 @@ def any_free() -> bool:
         return bool(_FREE.get(os.getpid()))
 
 
-def adopt(folders: list[str], inodes: list[int], cpus: list[int]) -> Slot | None:
+def adopt(folders: list[str], offered: list[int], cpus: list[int]) -> Slot | None:
     """A slot a finished grader's keeper hands over (grader.sandbox.keeper.adopt), made this process's:
     None unless its folders are still the groups its counters watch (the same inodes, in this
     machine's hierarchies) and empty. Its cpuset folder takes a name of this process's, so that
@@ -81,16 +81,12 @@ def adopt(folders: list[str], inodes: list[int], cpus: list[int]) -> Slot | None
     keeps its name, which no new slot takes (`_new` makes only folders that did not exist)."""
     bases = hierarchies.bases()
     places = [bases.get("perf_event"), bases.get("cpuset")][:len(folders)]
-    try:
-        if not 1 <= len(folders) <= 2 or len(inodes) != len(folders) or not cpus \
-                or any(p is None or os.path.dirname(os.path.normpath(f)) != os.path.normpath(p)
-                       for f, p in zip(folders, places)) \
-                or any(os.stat(f).st_ino != i for f, i in zip(folders, inodes)):
-            return None
-    except OSError:
+    if not 1 <= len(folders) <= 2 or len(offered) != len(folders) or not cpus \
+            or any(p is None or os.path.dirname(os.path.normpath(f)) != os.path.normpath(p)
+                   for f, p in zip(folders, places)):
         return None
-    slot = Slot(tuple(folders), tuple(cpus), tuple(inodes))
-    if not slot.empty():
+    slot = Slot(tuple(folders), tuple(cpus), tuple(offered))
+    if not slot.whole() or not slot.empty():
         return None
     if len(folders) == 2:
         if cpu_list(_read(os.path.join(folders[1], "cpuset.cpus")) or "") != list(cpus):
@@ -100,7 +96,7 @@ def adopt(folders: list[str], inodes: list[int], cpus: list[int]) -> Slot | None
             os.rename(folders[1], renamed)
         except OSError:
             return None
-        slot = Slot((folders[0], renamed), tuple(cpus), tuple(inodes))
+        slot = Slot((folders[0], renamed), tuple(cpus), slot.inodes)
     return slot
 
 
