@@ -14,6 +14,7 @@
 """
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import subprocess
@@ -423,3 +424,36 @@ def test_the_zygotes_first_calls_start_no_thread_and_import_nothing():
     assert out.returncode == 0, out.stderr[-2000:]
     new_threads, modes, seeded, *imported = out.stdout.split()
     assert (new_threads, modes, seeded, imported) == ("0", "0", "1", []), out.stdout
+
+
+SEAL = '''
+import ctypes, os, sys, torch
+from grader.sandbox import breakpoints, zygote_pages
+library = next(line.split()[-1] for line in open("/proc/self/maps") if line.rstrip().endswith("libtorch_cpu.so"))
+real = breakpoints.code_spans
+def unreadable(pid, path):
+    raise PermissionError(13, "Permission denied", f"/proc/{pid}/maps")
+breakpoints.code_spans = unreadable
+print(zygote_pages.seal_code(library), zygote_pages.sealed, zygote_pages.code)
+breakpoints.code_spans = real
+print(zygote_pages.seal_code(library), zygote_pages.sealed, zygote_pages.code is not None)
+low, high, _ = real("self", library)[0]
+libc = ctypes.CDLL(None, use_errno=True)
+print(libc.mprotect(ctypes.c_void_p(low), ctypes.c_size_t(4096), 7), ctypes.get_errno())
+'''
+
+
+def test_libtorchs_code_is_sealed_and_unreadable_mappings_leave_it_unsealed_not_crashed():
+    """The zygote seals libtorch's code (mseal, Linux >= 6.10): a child cannot make it writable. Where
+    the process's mappings cannot be read, the seal is left out (each child notes it) rather than the
+    zygote failing to start."""
+    out = subprocess.run([sys.executable, "-c", SEAL], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    unreadable, sealed, protect = out.stdout.splitlines()
+    assert unreadable == "False False None", out.stdout
+    release = tuple(int(p) for p in os.uname().release.split("-")[0].split(".")[:2])
+    if release < (6, 10):
+        assert sealed.startswith("False False"), out.stdout
+        pytest.skip("no mseal before Linux 6.10")
+    assert sealed == "True True True", out.stdout
+    assert protect == f"-1 {errno.EPERM}", out.stdout          # the seal refuses mprotect

@@ -114,11 +114,15 @@ code: tuple[int, int] | None = None
 
 
 def seal_code(library: str) -> bool:
-    """Seal the executable mappings of the library at `library`: False where the kernel cannot."""
+    """Seal the executable mappings of the library at `library`: False where the kernel cannot, or
+    where this process's mappings cannot be read (a /proc without them)."""
     global sealed, code
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
-    spans = breakpoints.code_spans("self", library)
+    try:
+        spans = breakpoints.code_spans("self", library)
+    except OSError:
+        spans = []
     done = [_SYS_MSEAL is not None and libc.syscall(_SYS_MSEAL, ctypes.c_ulong(low), ctypes.c_size_t(high - low),
                                                     ctypes.c_ulong(0)) == 0 for low, high, _ in spans]
     sealed = bool(done) and all(done)
