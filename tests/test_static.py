@@ -122,6 +122,43 @@ def test_helpers_the_grader_replaces_are_not_followed():
     assert forbidden_hits(src, "rnn_cell", (RECURRENT,), replaced=("rnn_cell",))
 
 
+DEAD = ("import torch\nimport torch.nn.functional as F\nDEBUG = False\nCHECK: bool = 0\nFAST = True\n"
+        "def _reference(z):\n    return F.softmax(z, -1)\n"
+        "def after_return(z):\n    e = torch.exp(z - z.max(-1, keepdim=True).values)\n"
+        "    return e / e.sum(-1, keepdim=True)\n    return F.softmax(z, -1)\n"
+        "def under_flags(z):\n    out = torch.exp(z) / torch.exp(z).sum(-1, keepdim=True)\n"
+        "    if DEBUG:\n        assert torch.allclose(out, torch.softmax(z, -1))\n"
+        "    if CHECK and z.numel():\n        print(_reference(z))\n"
+        "    if not FAST or False:\n        out = F.softmax(z, -1)\n"
+        "    for row in z:\n        if row.numel():\n            continue\n            F.softmax(row, 0)\n"
+        "    return out if FAST else F.softmax(z, -1)\n"
+        "def live(z):\n    if DEBUG or z.numel():\n        return F.softmax(z, -1)\n    return z\n"
+        "def test_runs(z):\n    if F.softmax(z, -1) is None and DEBUG:\n        return z\n    return z\n"
+        "def else_of_true(z):\n    if FAST:\n        return z\n    else:\n        return F.softmax(z, -1)\n")
+
+
+@pytest.mark.parametrize("function", ["after_return", "under_flags", "else_of_true"])
+def test_code_that_provably_never_runs_proves_no_use(function):
+    """An old version left after the return, a check against torch under `if DEBUG:` with DEBUG False:
+    such code never runs, and a function that keeps it is not FORBIDDEN (grader.pipeline.dead_code)."""
+    assert forbidden_hits(DEAD, function, (SOFTMAX,)) == []
+
+
+@pytest.mark.parametrize("function", ["live", "test_runs"])
+def test_a_branch_that_may_run_and_a_test_still_count(function):
+    assert [h.what for h in forbidden_hits(DEAD, function, (SOFTMAX,))] == ["torch.nn.functional.softmax"]
+
+
+@pytest.mark.parametrize("rebinding", ["def turn_on():\n    global DEBUG\n    DEBUG = True\n",
+                                       "DEBUG = True\n", "def f(DEBUG=True):\n    pass\n",
+                                       "globals()['DEBUG'] = 1\n", "import sys\nsys.modules[__name__].DEBUG = 1\n",
+                                       "for DEBUG in (1,):\n    pass\n", "from os import sep as DEBUG\n"])
+def test_a_flag_any_line_may_rebind_proves_nothing(rebinding):
+    """DEBUG is a flag only where no other line can rebind it: then `if DEBUG:` may run, and counts."""
+    src = DEAD + rebinding
+    assert [h.what for h in forbidden_hits(src, "under_flags", (SOFTMAX,))] == ["torch.softmax"]
+
+
 def test_one_parse_at_a_time_across_threads(monkeypatch):
     # CPython 3.11's ast.parse keeps the depth of the tree it builds per interpreter, not per thread:
     # two threads parsing at once can fail with "AST constructor recursion depth mismatch"

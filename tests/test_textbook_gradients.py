@@ -25,6 +25,9 @@ tests/scenarios.py):
   function answers, not the grader's stand-in;
 - checks_at_import: a module whose top level checks its answer against PyTorch's own function, as
   a notebook's last cell does: not charged, in it or in a module importing it;
+- dead_code_checks: a check against PyTorch's own function (or autograd) kept under `if DEBUG:`
+  with DEBUG False, an earlier version left after the `return`, an `if False:` branch: code that
+  never runs proves no use;
 - own_nn_modules: nn.Linear layers (and an nn.Module of them) loaded with the given weights, where
   autograd is allowed: the outputs require grad, and are right.
 """
@@ -47,6 +50,8 @@ CORRECT = {
     "checks_at_import": ["attention.scaled_dot_product_attention", "attention.multi_head_attention",
                          "transformer.encoder_layer", "transformer.transformer_forward"],
     "own_nn_modules": ["lstm.lstm_cell", "attention.multi_head_attention", "transformer.feed_forward"],
+    "dead_code_checks": ["activations.softmax", "activations.sigmoid", "activations.relu",
+                         "activations.sigmoid_grad"],
 }
 # (exercise, how it is caught, the source line the message must quote)
 AUTOGRAD_ROUTES = [

@@ -11,6 +11,7 @@ may have methods of those names; such calls are left to the run-time tripwires
   imports everywhere and a function's own imports inside it, and module-level helpers and classes
   the function names are followed (but not those the grader replaces with its substitutes);
 - `getattr(module, "literal")` where the module resolves and module.literal is forbidden;
+- none of it in code that provably never runs (grader.pipeline.dead_code);
 - importing the grader or the worked solutions, forbidden everywhere.
 Patterns: a dotted name (`torch.nn.functional.conv2d`, or a prefix such as `torch.func`), or
 `kw:NAME`: the keyword NAME given a true constant in a call of a torch function
@@ -25,6 +26,7 @@ import threading
 from dataclasses import dataclass
 
 from grader.catalog.spec import Forbidden
+from grader.pipeline import dead_code
 from grader.submission.loader import salvage
 
 ALWAYS = Forbidden(
@@ -127,14 +129,16 @@ class _Index:
 def _index(source: str) -> _Index:
     tree = parsed(source)
     top = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-    return _Index(_imports(_module_level(tree)), {name: _read_def(node, top) for name, node in top.items()},
+    known = dead_code.flags(tree)
+    return _Index(_imports(_module_level(tree)), {name: _read_def(node, top, known) for name, node in top.items()},
                   tuple(_always_hits(tree.body)))
 
 
-def _read_def(node: ast.AST, top: dict[str, ast.AST]) -> _Def:
-    every = list(ast.walk(node))
+def _read_def(node: ast.AST, top: dict[str, ast.AST], known: dict[str, bool]) -> _Def:
+    """Of the code that can run (grader.pipeline.dead_code: `known`, the module's flags)."""
+    every = list(dead_code.walk(node, known))
     # A docstring holds no import: the walk of the body without it finds every import of the body.
-    body = tuple(n for stmt in _strip_docstring(node) for n in ast.walk(stmt))
+    body = tuple(n for stmt in dead_code.reached(_strip_docstring(node)) for n in dead_code.walk(stmt, known))
     return _Def(tuple(n.id for n in every if isinstance(n, ast.Name) and n.id in top), _imports(every), body,
                 tuple(_always_hits(body)))
 
