@@ -303,6 +303,30 @@ def test_an_existing_nbgrader_config_is_kept_and_the_fix_is_said(tmp_path):
     assert (tmp_path / "nbgrader_config.py").read_text() == "c = get_config()\n"
 
 
+@pytest.mark.parametrize("name", ["ps 1/x", "../escape", "a+b", "ps*", " ps1", ".", "", "ps\x1b[31m"])
+def test_an_assignment_name_that_is_not_one_folder_is_refused(tmp_path, capsys, name):
+    """nbgrader takes the name as one folder of source/ (and as a glob; it refuses '+', strips spaces):
+    anything else is refused with what is wrong, before a file is written."""
+    from grader.cli import main
+    with pytest.raises(SystemExit) as stop:
+        main(["notebooks", "attention", "--out", str(tmp_path / "course"), "--assignment", name,
+              "--config", str(ROOT / "autograde.toml")])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "cannot be an nbgrader assignment name" in err and "\x1b" not in err, err
+    assert not (tmp_path / "course").exists() and not (tmp_path / "escape").exists()
+
+
+def test_the_next_command_quotes_an_assignment_name_with_a_space(tmp_path, capsys):
+    import shlex
+    from grader.cli import main
+    course = tmp_path / "course"
+    assert main(["notebooks", "attention", "--out", str(course), "--assignment", "problem set 1",
+                 "--config", str(ROOT / "autograde.toml")]) == 0
+    assert (course / "source" / "problem set 1" / "attention.ipynb").is_file()
+    (step,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("next: ")]
+    assert shlex.split(step)[-2:] == ["generate_assignment", "problem set 1"], step
+
+
 @pytest.mark.slow
 def test_the_venvs_nbgrader_by_full_path_generates_the_assignment(tmp_path):
     """`.venv/bin/nbgrader generate_assignment` with a PATH that lacks .venv/bin (nbgrader runs

@@ -2,6 +2,7 @@
 and an nbgrader_config.py that lets nbgrader find `alembic` when it is called by its full path."""
 from __future__ import annotations
 
+import argparse
 import os
 import shlex
 import sys
@@ -18,11 +19,23 @@ def register(sub) -> None:
     p.add_argument("modules", nargs="*", metavar="MODULE", help="e.g. attention (default: every module of solutions/)")
     p.add_argument("--out", type=output_folder, required=True, metavar="COURSE_DIR",
                    help="the nbgrader course directory")
-    p.add_argument("--assignment", metavar="NAME",
+    p.add_argument("--assignment", metavar="NAME", type=assignment_name,
                    help="put every notebook in this one assignment "
                         "(default: one assignment per module, named after it)")
     add_config_argument(p)
     p.set_defaults(func=run)
+
+
+def assignment_name(name: str) -> str:
+    """An nbgrader assignment name: one folder of source/ (nbgrader also reads it as a glob, refuses
+    '+' and strips surrounding spaces, which would then name another folder than the one written)."""
+    bad = sorted({c for c in name if c in "/\\+*?[]" or not c.isprintable()})
+    if not name.strip() or name != name.strip() or name in (".", "..") or bad:
+        shown = ", ".join(repr(c) for c in bad) or "only dots or spaces, or spaces around it"
+        raise argparse.ArgumentTypeError(
+            f"{name!r} cannot be an nbgrader assignment name ({shown}): use one folder name, "
+            "such as ps1 or 'problem set 1'")
+    return name
 
 
 def run(args) -> int:
@@ -51,5 +64,5 @@ def run(args) -> int:
     here = os.path.join(os.path.dirname(sys.executable), "nbgrader")
     nbgrader = shlex.quote(here) if os.path.exists(here) else "nbgrader"
     print(f"next: cd {shlex.quote(args.out)} && "
-          + " && ".join(f"{nbgrader} generate_assignment {a}" for a in assignments))
+          + " && ".join(f"{nbgrader} generate_assignment {shlex.quote(a)}" for a in assignments))
     return ExitCode.OK
