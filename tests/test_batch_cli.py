@@ -268,3 +268,17 @@ def test_nbgrader_layout_with_notebooks(tmp_path, env):
     assert got["bob"][1] == 0.0
     bob = (tmp_path / "out" / "students" / "bob" / "feedback.md").read_text()
     assert "attention.ipynb" in bob and "Traceback" not in bob
+
+
+def test_the_summary_shows_student_ids_as_text_on_one_line_each():
+    """A student's id is a folder's (or a zip's) name, which the student may choose: in the summary
+    its control characters are shown, never sent to the terminal (as in the progress line)."""
+    from types import SimpleNamespace
+
+    from grader.frontends.commands.batch import _summary
+    odd = 's1<img src=x>|=HYPERLINK("x")\x1b[31m\nline2'
+    summary = SimpleNamespace(students=2, graded=[odd, "bob"], skipped=[], seconds=1.0, not_full_marks=[odd],
+                              crashed=[odd], unreadable=[], grader_errors=[odd], notes=[f"{odd}: a note"], out="out")
+    text = _summary(summary)
+    assert "\x1b" not in text and "\\x1b[31m\\nline2" in text
+    assert len(text.splitlines()) == 6 and not any(line.startswith("line2") for line in text.splitlines())

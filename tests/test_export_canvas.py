@@ -286,6 +286,17 @@ def test_a_dry_run_refuses_two_students_the_roster_gives_one_login(graded, canva
     assert "students the LMS would take for one person: ada and bob (both login 'al')" in proc.stderr
 
 
+def test_a_dry_run_names_roster_students_without_a_submission(graded, canvas, tmp_path):
+    fake, url = canvas
+    roster = tmp_path / "roster.csv"
+    roster.write_text("student,login_id\nada,ada\nbob,bob.b\ncy,cy\ndee,dee\nfay\x1b[2J,fay\n")
+    proc = export(graded, url, "--dry-run", "--roster", str(roster), token=None, roster=False)
+    assert proc.returncode == 1, proc.stderr                          # eve has no grade, as in every export
+    assert fake.requests == [] and "Would post 4 grades" in proc.stdout
+    assert "1 student of the roster not in this batch (no submission found), so no grade for them: " \
+           "fay\\x1b[2J" in proc.stderr, proc.stderr              # roster text shown, its escape made visible
+
+
 @pytest.mark.parametrize("wait", ["-5", "0", "soon"])
 def test_a_wait_that_is_no_time_is_refused(graded, canvas, wait):
     proc = export(graded, canvas[1], "--wait", wait)

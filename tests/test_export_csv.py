@@ -62,6 +62,24 @@ def test_blackboard_layout_quotes_every_field_and_names_points_and_column(graded
     assert "blackboard gradebook import file: 4 students in" in proc.stderr
 
 
+def test_roster_students_without_a_submission_are_named(graded, tmp_path):
+    roster = tmp_path / "roster.csv"
+    roster.write_text((graded.parent / "roster.csv").read_text() + "fay,Fay Fermat,,,,,,,\ngus,,,,,gus.g,,,\n")
+    proc = export(graded, "--format", "moodle", "--name", "PS1", "--roster", str(roster))
+    assert "2 students of the roster not in this batch (no submission found), so no grade for them: fay, gus" \
+        in proc.stderr, proc.stderr
+    assert [row[0] for row in table(proc.stdout)[1:]] == ["ada", "bob.b", "cy", "dee"]
+    assert "not in this batch" not in export(graded, "--format", "moodle", "--name", "PS1",
+                                             "--roster", str(graded.parent / "roster.csv")).stderr
+
+
+def test_a_column_id_for_moodle_is_refused(graded, tmp_path):
+    proc = export(graded, "--format", "moodle", "--name", "PS1", "--column-id", "12",
+                  "--output", str(tmp_path / "m.csv"))
+    assert proc.returncode == 2 and "--column-id has no place in Moodle's file" in proc.stderr, proc.stderr
+    assert not (tmp_path / "m.csv").exists()
+
+
 def test_a_bad_roster_and_a_folder_without_a_gradebook_are_usage_errors(graded, tmp_path):
     bad = tmp_path / "roster.csv"
     bad.write_text("name,email\nAda,a@x\n")

@@ -11,6 +11,7 @@ from grader.frontends.batch.executors import INSTALL_CLUSTER, ClusterLost
 from grader.frontends.batch.workers import BatchError, warm_up
 from grader.frontends.commands import add_config_argument, config_from, output_folder
 from grader.imports import import_frozen
+from grader.reports.escape import text_line
 
 LISTED = 12          # names listed per category in the final summary
 
@@ -106,4 +107,4 @@ def _summary(s) -> str:
             lines.append(f"  {len(names)} {label}: {_names(names)}")
     lines += [f"  note: {n}" for n in s.notes]
     lines.append(f"gradebook, grades.csv, class_report.html and students/<id>/ feedback in {s.out}")
-    return "\n".join(lines)
+    return "\n".join(map(text_line, lines))      # a student's id is a folder's name: any text at all

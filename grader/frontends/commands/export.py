@@ -18,6 +18,7 @@ from urllib.parse import urlparse
 
 from grader.errors import ExitCode, UsageError
 from grader.frontends.commands import name_text, output_file, positive_number
+from grader.reports.escape import text_block, text_line
 
 TOKEN_ENV, URL_ENV = "CANVAS_API_TOKEN", "CANVAS_API_URL"
 
@@ -79,9 +80,12 @@ def run_canvas(args) -> int:
                          "the course repository)")
     target = canvas.Target(canvas_url(args.url, os.environ), args.course, args.assignment)
     graded = source.graded(args.graded)
-    grades = canvas.plan(graded, source.roster(args.roster), canvas.Feedback(args.feedback))
+    people = source.roster(args.roster)
+    grades = canvas.plan(graded, people, canvas.Feedback(args.feedback))
+    for note in source.not_in_batch(graded, people):
+        _warn(f"note: {note}")
     if args.dry_run:
-        print(canvas.dry_run(target, grades, canvas.Feedback(args.feedback)))
+        print(text_block(canvas.dry_run(target, grades, canvas.Feedback(args.feedback))))
         return _left_out(graded) or ExitCode.OK
     token = os.environ.get(TOKEN_ENV, "").strip()
     if not token:
@@ -115,30 +119,35 @@ def _canvas_error(e: Exception, target) -> str:
     raise e
 
 
+def _warn(text: str) -> None:
+    """A line for the instructor's terminal: students' ids and names are folder names and roster text,
+    shown with any control character made visible (grader.reports.escape)."""
+    print(text_line(text), file=sys.stderr)
+
+
 def _left_out(graded) -> int:
     for note in graded.left_out:        # rows grades.csv does not hold (an older run's): not sent, said
-        print(f"note: {note}", file=sys.stderr)
+        _warn(f"note: {note}")
     if graded.not_graded:
-        print(f"not sent, the grader failed on them (no grade; run grader batch again): "
-              f"{', '.join(graded.not_graded)}", file=sys.stderr)
+        _warn(f"not sent, the grader failed on them (no grade; run grader batch again): "
+              f"{', '.join(graded.not_graded)}")
         return ExitCode.FAILED
     return 0
 
 
 def _report(outcome, graded, target) -> int:
     for note in outcome.notes:
-        print(f"note: {note}", file=sys.stderr)
+        _warn(f"note: {note}")
     for g, why in outcome.unmapped:
-        print(f"not matched to a Canvas user: {g.name}: {why}", file=sys.stderr)
+        _warn(f"not matched to a Canvas user: {g.name}: {why}")
     for g, why in outcome.missing:
-        print(f"grade did not arrive: {g.name}: {why}", file=sys.stderr)
+        _warn(f"grade did not arrive: {g.name}: {why}")
     arrived = outcome.sent - len(outcome.missing)
     print(f"canvas: {arrived} of {outcome.sent} grades sent to course {target.course}, assignment "
           f"{target.assignment} read back as sent" + ("" if outcome.ok else
           f"; {len(outcome.missing)} did not arrive, {len(outcome.unmapped)} not matched"))
     if outcome.missing:
-        print("these students' grades did not arrive: " + ", ".join(g.name for g, _ in outcome.missing),
-              file=sys.stderr)
+        _warn("these students' grades did not arrive: " + ", ".join(g.name for g, _ in outcome.missing))
     failed = _left_out(graded)
     return ExitCode.FAILED if (failed or not outcome.ok or outcome.notes) else ExitCode.OK
 
@@ -147,6 +156,9 @@ def run_csv(args) -> int:
     from grader.frontends.batch.outputs import write_atomic
     from grader.frontends.export import lms_csv, source
 
+    if args.format == "moodle" and args.column_id:
+        raise UsageError("--column-id has no place in Moodle's file: Moodle's grade import asks which grade item "
+                         "the column goes to when the file is imported; leave --column-id out")
     graded = source.graded(args.graded)
     text, notes = lms_csv.write(lms_csv.Layout(args.format), graded, source.roster(args.roster), args.name,
                                 args.column_id, args.points)
@@ -156,5 +168,5 @@ def run_csv(args) -> int:
     else:
         sys.stdout.write(text)
     for note in notes:
-        print(f"note: {note}", file=sys.stderr)
+        _warn(f"note: {note}")
     return ExitCode.FAILED if graded.not_graded else ExitCode.OK

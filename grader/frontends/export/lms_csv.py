@@ -22,7 +22,7 @@ import io
 from enum import Enum
 
 from grader.frontends.batch.outputs import score_text
-from grader.frontends.export.source import Graded, Person, one_person_each, person
+from grader.frontends.export.source import Graded, Person, not_in_batch, one_person_each, person
 from grader.reports.escape import spreadsheet_cell
 
 
@@ -53,6 +53,7 @@ def write(layout: Layout, graded: Graded, people: dict[str, Person], assignment:
         notes.append(f"{len(guessed)} student{'s' if len(guessed) > 1 else ''} not in the roster "
                      f"({', '.join(guessed[:10])}{' …' if len(guessed) > 10 else ''}): their grader id is written as "
                      f"the {'SIS Login ID' if layout is Layout.CANVAS else 'username'}; pass --roster to map them")
+    notes += not_in_batch(graded, people)
     if graded.not_graded:
         notes.append(f"left out, the grader failed on them (no grade; run grader batch again): "
                      f"{', '.join(graded.not_graded)}")

@@ -175,5 +175,16 @@ def roster(path: str | None) -> dict[str, Person]:
     return people
 
 
+def not_in_batch(graded: Graded, people: dict[str, Person]) -> list[str]:
+    """A note naming the roster's students the batch has no row for, graded or not (no submission of
+    theirs was found): the LMS gets nothing for them. [] when there are none."""
+    seen = {r.student for r in graded.rows} | set(graded.not_graded)
+    absent = [s for s in people if s not in seen]
+    if not absent:
+        return []
+    return [f"{len(absent)} student{'s' if len(absent) > 1 else ''} of the roster not in this batch (no "
+            f"submission found), so no grade for them: {', '.join(absent)}"]
+
+
 def person(people: dict[str, Person], student: str) -> Person:
     return people.get(student) or Person(student)
