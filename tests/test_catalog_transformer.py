@@ -281,6 +281,56 @@ def test_a_float64_model_may_add_the_encoding_in_float32_or_in_float64():
     assert not spec.judge(case, ref.float().double(), ref, tol).ok     # a result rounded to float32
 
 
+def _annotated_encoding(T_, d):
+    """The Annotated Transformer's encoding, float32 arithmetic throughout."""
+    import math
+    pe = torch.zeros(T_, d)
+    position = torch.arange(0, T_).unsqueeze(1)
+    frequencies = torch.exp(torch.arange(0, d, 2) * -(math.log(10000.0) / d))
+    pe[:, 0::2], pe[:, 1::2] = torch.sin(position * frequencies), torch.cos(position * frequencies)
+    return pe
+
+
+def _model_with_encoding(case, encode, embed_dtype=torch.float64):
+    """(logits, the trace tracing.py would record) of the float64 model adding `encode`'s encoding,
+    its embedding rows rounded through `embed_dtype` first."""
+    from grader.catalog.references.float64 import to64
+    src, tgt, params, heads = case.args
+    p = to64(params)
+    inputs_ = [(p[table][ids].to(embed_dtype).double() + encode(ids.shape[1], p[table].shape[1]).double())
+               for table, ids in (("src_embed", src), ("tgt_embed", tgt))]
+    model = T.reference_model(params, heads)
+    causal = ~torch.tril(torch.ones(tgt.shape[1], tgt.shape[1], dtype=torch.bool))
+    with torch.no_grad():
+        logits = model(*inputs_, tgt_mask=causal) @ p["W_out"] + p["b_out"]
+    trace = [{"fn": "encoder_layer", "in": inputs_[0]}, {"fn": "decoder_layer", "in": inputs_[1], "memory": None}]
+    return logits, trace
+
+
+def test_a_float64_model_may_add_its_own_float32_encoding_and_nothing_else_in_float32():
+    """The contract's positional_encoding returns float32, and a student's, written the Annotated
+    Transformer's way, rounds otherwise than the grader's (~5e-8), which moves a float64 model's logits
+    past float64's tolerance. The judge reads the encoding the model added from its first
+    encoder_layer and decoder_layer inputs (what the child traced) and holds the logits to float64's
+    tolerance with it: only when that encoding is the same for the whole batch (an embedding rounded
+    to float32 is not) and one positional_encoding's exercise accepts."""
+    spec = select(["transformer.transformer_forward"])[0]
+    case = next(c for c in spec.cases(torch.Generator().manual_seed(0)) if c.args and
+                c.args[2]["W_out"].dtype == torch.float64)
+    ref = spec.reference(*case.args)
+    tol = lambda dtype: spec.tol(dtype, case)  # noqa: E731
+    probe_of = lambda trace: (lambda name, *a: trace)  # noqa: E731
+    value, trace = _model_with_encoding(case, _annotated_encoding)
+    assert not spec.judge(case, value, ref, tol).ok                           # without the trace: as before
+    assert spec.judge(case, value, ref, tol, probe_of(trace)).ok
+    assert not spec.judge(case, value.float().double(), ref, tol, probe_of(trace)).ok   # logits through float32
+    rounded, trace32 = _model_with_encoding(case, _annotated_encoding, embed_dtype=torch.float32)
+    assert not spec.judge(case, rounded, ref, tol, probe_of(trace32)).ok       # embeddings through float32
+    wrong, trace_w = _model_with_encoding(case, lambda t, d: _annotated_encoding(t, d) * 1.01)
+    assert not spec.judge(case, wrong, ref, tol, probe_of(trace_w)).ok         # not an encoding PE's exercise takes
+    assert not spec.judge(case, value, ref, tol, probe_of([])).ok              # no layer called: nothing to read
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_greedy_cases_are_tie_free_for_hidden_seeds(seed):
     """Any seed (the secret one too) gives cases where a float32 decoder agrees with the float64

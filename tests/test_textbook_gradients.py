@@ -28,6 +28,9 @@ tests/scenarios.py):
 - dead_code_checks: a check against PyTorch's own function (or autograd) kept under `if DEBUG:`
   with DEBUG False, an earlier version left after the `return`, an `if False:` branch: code that
   never runs proves no use;
+- textbook_encoding_float32: the positional encoding in the Annotated Transformer's float32
+  arithmetic, which the transformer adds through `attention.positional_encoding` (its own, not the
+  grader's stand-in): a float64 model on a float32 encoding, as the contract has it;
 - own_nn_modules: nn.Linear layers (and an nn.Module of them) loaded with the given weights, where
   autograd is allowed: the outputs require grad, and are right.
 """
@@ -52,6 +55,7 @@ CORRECT = {
     "own_nn_modules": ["lstm.lstm_cell", "attention.multi_head_attention", "transformer.feed_forward"],
     "dead_code_checks": ["activations.softmax", "activations.sigmoid", "activations.relu",
                          "activations.sigmoid_grad"],
+    "textbook_encoding_float32": ["attention.positional_encoding", "transformer.transformer_forward"],
 }
 # (exercise, how it is caught, the source line the message must quote)
 AUTOGRAD_ROUTES = [

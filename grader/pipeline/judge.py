@@ -45,7 +45,7 @@ class _Decision:
 def judge(spec: ExerciseSpec, case: Case, value: Any, ref: Any, tol: Tol, *,
           modified: Sequence[str] = (), probe: Probe = no_probe) -> CaseResult:
     """The verdict on `value`, what the student's function returned for `case`."""
-    decision = _decide(spec, case, value, ref, tol, modified)
+    decision = _decide(spec, case, value, ref, tol, modified, probe)
     description = feedback.case_description(spec.reference, case)
     if decision.ok:   # a judge may have something to say even on success (e.g. how long it took)
         return CaseResult(name=case.name, status=Status.PASSED, description=description,
@@ -60,9 +60,10 @@ def judge(spec: ExerciseSpec, case: Case, value: Any, ref: Any, tol: Tol, *,
                       failure=decision.failure)
 
 
-def _decide(spec: ExerciseSpec, case: Case, value: Any, ref: Any, tol: Tol, modified: Sequence[str]) -> _Decision:
+def _decide(spec: ExerciseSpec, case: Case, value: Any, ref: Any, tol: Tol, modified: Sequence[str],
+            probe: Probe) -> _Decision:
     if spec.judge is not None:
-        verdict = spec.judge(case, value, ref, tol)
+        verdict = spec.judge(case, value, ref, tol, probe)
     else:
         comps = compare_outputs(value, ref, spec.outputs, tol, spec.exact)
         verdict = Verdict(all(c.ok for c in comps), feedback.comparisons_message(comps), comps)

@@ -110,18 +110,22 @@ def reference_model(params, num_heads) -> nn.Transformer:
     return model
 
 
-def reference_logits(params, num_heads, pe64=False):
+def reference_logits(params, num_heads, pe64=False, encodings=None):
     """(src_ids, tgt_ids) -> float64 logits: the grader's embedding + positional encoding in
     front of nn.Transformer, and the output linear layer behind it (`pe64`: the encoding in
-    float64, not positional_encoding's float32)."""
+    float64, not positional_encoding's float32; `encodings`: (source's, target's) encodings,
+    float64 tensors (T, d_model), added instead)."""
     model, p = reference_model(params, num_heads), to64(params)
 
     def logits(src_ids, tgt_ids):
         T = tgt_ids.shape[1]
         causal = ~torch.tril(torch.ones(T, T, dtype=torch.bool))
+        if encodings is None:
+            X, Y = embed(p["src_embed"], src_ids, pe64=pe64), embed(p["tgt_embed"], tgt_ids, pe64=pe64)
+        else:
+            X, Y = p["src_embed"][src_ids] + encodings[0], p["tgt_embed"][tgt_ids] + encodings[1]
         with torch.no_grad():
-            Y = model(embed(p["src_embed"], src_ids, pe64=pe64), embed(p["tgt_embed"], tgt_ids, pe64=pe64),
-                      tgt_mask=causal)
+            Y = model(X, Y, tgt_mask=causal)
         return Y @ p["W_out"] + p["b_out"]
     return logits
 
