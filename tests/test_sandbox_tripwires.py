@@ -259,3 +259,45 @@ def test_a_hit_keeps_its_line_when_torch_is_imported_through_a_link_the_child_ca
         shutil.rmtree(linked)
     output = html.unescape(" ".join(t.get("output", "") for t in json.loads(report.read_text())["tests"]))
     assert f"aten::_softmax (line {line}): torch.softmax." in output, output
+
+
+FAMILY_ROUTES = {
+    "sparse softmax": (rules.SOFTMAX, lambda z, x: torch.sparse.softmax(z.to_sparse(), -1),
+                       "aten::_sparse_softmax"),
+    "foreach sigmoid": (rules.SIGMOID, lambda z, x: torch._foreach_sigmoid([z]), "aten::_foreach_sigmoid"),
+    "mkldnn max pool": (rules.MAX_POOL, lambda z, x: torch.mkldnn_max_pool2d(x.to_mkldnn(), [2, 2], [2, 2]),
+                        "aten::mkldnn_max_pool2d"),
+    "mkldnn convolution": (rules.CONVOLUTION, lambda z, x: torch.ops.mkldnn._convolution_pointwise(
+        x, torch.ones(1, 2, 2, 2), None, [0, 0], [1, 1], [1, 1], 1, "none", [], ""), "mkldnn::_convolution_pointwise"),
+}
+
+
+@pytest.mark.parametrize("route", FAMILY_ROUTES)
+def test_the_dispatch_mode_sees_a_rules_family_by_the_operators_name(route):
+    """The same computation in another layout or backend has an operator of another name, which no
+    `aten` substring of the rule holds: the mode matches the rule's family on the name (in-child net;
+    the kernel's count is the authoritative one, tests/test_textbook_gradients.py)."""
+    from grader.sandbox import tripwires
+    rule, call, operator = FAMILY_ROUTES[route]
+    z, x = torch.randn(3, 4), torch.randn(1, 2, 4, 4)
+    hits = tripwires.Hits()
+    with tripwires.AtenWatch([asdict(rule)], hits):
+        call(z, x)
+    assert {h["rule"] for h in hits.items} == {rule.name}
+    assert operator in {h["via"].partition(".")[0] for h in hits.items}, hits.items
+
+
+def test_the_family_spares_correct_code_and_other_functions():
+    """A written softmax and pools, im2col, hardsigmoid (another function whose name holds 'sigmoid'):
+    no hit."""
+    from grader.sandbox import tripwires
+    z, x = torch.randn(3, 4), torch.randn(1, 2, 4, 4)
+    hits = tripwires.Hits()
+    watched = [asdict(r) for r in (rules.SOFTMAX, rules.SIGMOID, rules.MAX_POOL, rules.CONVOLUTION)]
+    with tripwires.AtenWatch(watched, hits):
+        e = torch.exp(z - z.amax(-1, keepdim=True))
+        e / e.sum(-1, keepdim=True)
+        x.unfold(2, 2, 2).unfold(3, 2, 2).amax(dim=(-2, -1))
+        torch.nn.functional.hardsigmoid(z)
+        torch.nn.functional.unfold(x, 2)
+    assert hits.items == []

@@ -16,6 +16,11 @@ tests/scenarios.py):
   the child blinded: the kernel's count catches them;
 - autograd_past_the_engine: PyTorch's derivative formulas without the engine (a graph's nodes called
   directly, forward-mode AD) with every net inside the child blinded: the kernel's count catches them;
+- kernels_other_layouts: the same computation's kernel for another layout or backend (a sparse
+  softmax, MKL-DNN's sigmoid, tanh, convolution and pools), every net in the child blinded: the
+  kernel's count catches them (each rule's family names them);
+- quantization_layers: the quantization toolkit's float LSTM (torch.ao.nn.quantizable), made of
+  Linear layers, so that no recurrent kernel runs: a library LSTM all the same;
 - count_undone: the same, with the kernel's count undone in the child's memory first (libtorch's code
   pages dropped, in the child and in a helper it forks; its code written back from the file): the
   system-call filter and the code's seal refuse it, and the count catches the kernel;
@@ -133,6 +138,8 @@ def test_real_autograd_is_caught_by_every_route(graded, exercise, how, line):
 
 PAST_THE_ENGINE = ["activations.sigmoid_grad", "activations.tanh_grad", "losses.mse_loss_grad"]
 UNDONE = ["activations.sigmoid", "activations.tanh", "cnn.max_pool2d"]
+OTHER_LAYOUTS = ["activations.softmax", "activations.sigmoid", "activations.tanh", "cnn.conv2d", "cnn.max_pool2d",
+                 "cnn.avg_pool2d"]
 OTHER_NAMES = ["cnn.conv2d", "cnn.max_pool2d", "activations.sigmoid", "activations.softmax", "losses.mse_loss",
                "losses.cross_entropy", "transformer.layer_norm"]
 
@@ -151,6 +158,24 @@ def test_library_kernels_by_other_names_are_counted_by_the_kernel(graded, exerci
     """An out= overload, a sibling that computes the same (glu, huber, masked softmax, group norm), with
     the tripwires and the dispatch mode blinded: the kernel's count is the line that holds."""
     e = graded("kernels_by_other_names", OTHER_NAMES)[exercise]
+    assert e.status.value == "forbidden" and e.points == 0, (e.status, e.message, e.notes)
+    assert e.message.startswith(CAUGHT["run"]) and "counted by the operating system" in e.message, e.message
+
+
+@pytest.mark.parametrize("exercise,caught", [("lstm.lstm_cell", "run"), ("lstm.lstm_forward", "static")])
+def test_the_quantization_toolkits_lstm_is_a_library_lstm(graded, exercise, caught):
+    """torch.ao.nn.quantizable's LSTM is PyTorch's, built of Linear layers (no recurrent kernel runs)."""
+    e = graded("quantization_layers", ["lstm.lstm_cell", "lstm.lstm_forward"])[exercise]
+    assert e.status.value == "forbidden" and e.points == 0, (e.status, e.message)
+    assert e.message.startswith(CAUGHT[caught]) and "quantizable" in e.message, e.message
+
+
+@pytest.mark.skipif(bool(native_watch.unavailable()), reason=native_watch.unavailable() or "")
+@pytest.mark.parametrize("exercise", OTHER_LAYOUTS)
+def test_the_same_kernel_in_another_layout_or_backend_is_counted(graded, exercise):
+    """A sparse tensor's softmax, MKL-DNN's sigmoid, tanh, convolution and pools never reach the dense
+    kernel; with the in-child nets blinded, each rule's family (Forbidden.family) lists them for the count."""
+    e = graded("kernels_other_layouts", OTHER_LAYOUTS)[exercise]
     assert e.status.value == "forbidden" and e.points == 0, (e.status, e.message, e.notes)
     assert e.message.startswith(CAUGHT["run"]) and "counted by the operating system" in e.message, e.message
 

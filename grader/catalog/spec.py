@@ -61,7 +61,11 @@ class Forbidden:
     - `aten`: substrings of ATen operator names seen by a dispatch mode while the student's
       code runs (catches any route into the kernel, e.g. `torch.ops.aten...`);
     - `native`: C++ functions of libtorch whose entry proves the use (`at::native::softmax`),
-      counted by the kernel from outside the child (grader.sandbox.native_watch): authoritative.
+      counted by the kernel from outside the child (grader.sandbox.native_watch): authoritative;
+    - `family`: a regular expression naming the same computation's kernels in every layout and
+      backend of this CPU build (sparse, nested, MKL-DNN, quantized, foreach: `_sparse_softmax`,
+      `mkldnn_max_pool2d`); each at::native function it matches must be in `native`, which a test
+      checks against the installed torch, so that a kernel a new torch adds is named, not missed.
     """
 
     name: str
@@ -70,6 +74,7 @@ class Forbidden:
     patch: tuple[str, ...] = ()
     aten: tuple[str, ...] = ()
     native: tuple[str, ...] = ()
+    family: str = ""
 
 
 @dataclass(frozen=True)

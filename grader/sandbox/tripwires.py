@@ -20,6 +20,7 @@ import functools
 import importlib
 import inspect
 import os
+import re
 import sys
 import sysconfig
 from typing import Any, Callable
@@ -197,7 +198,10 @@ class _Watched:
 # A correct call that fails under the net loses its points; the mode sees operators as torch's
 # own Python dispatch hands them over.
 class AtenWatch(TorchDispatchMode):
-    """Records forbidden ATen operators reached by any route."""
+    """Records forbidden ATen operators reached by any route: an operator whose name holds one of a
+    rule's `aten` substrings, or (for a rule that has them) whose name in its namespace matches the
+    rule's family (grader.catalog.spec.Forbidden: `aten::_sparse_softmax`, `aten::_foreach_sigmoid`,
+    `mkldnn::_convolution_pointwise`, the same computation in another layout or backend)."""
 
     @classmethod
     def _should_skip_dynamo(cls) -> bool:
@@ -208,6 +212,8 @@ class AtenWatch(TorchDispatchMode):
     def __init__(self, rules: list[dict[str, Any]], hits: Hits) -> None:
         super().__init__()
         self.patterns = [(p, r["name"]) for r in rules for p in r.get("aten", ())]
+        self.families = [(re.compile(r["family"]).search, r["name"]) for r in rules
+                         if r.get("aten") and r.get("family")]
         self.add = hits.add
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -215,4 +221,9 @@ class AtenWatch(TorchDispatchMode):
         for pattern, rule in self.patterns:
             if pattern in name:
                 self.add(rule, name)
+        if self.families:
+            base = name.rpartition("::")[2].partition(".")[0]
+            for matches, rule in self.families:
+                if matches(base):
+                    self.add(rule, name)
         return func(*args, **(kwargs or {}))

@@ -4,6 +4,8 @@ from grader.catalog.rules.native import at_native as _at
 from grader.catalog.spec import Forbidden
 
 # ----------------------------------------------------------------------------- shared
+# A family's kernels (Forbidden.family) less the backward ones, which compute a gradient, not the function.
+_FORWARD = r"^(?!.*backward).*"
 # Rationale: manual-backprop exercises are about deriving the gradient; autograd would compute it.
 # Static: the gradient APIs, the engine, torch.func's transforms, requires_grad=True to a torch function (not
 # Function, no_grad, vmap, requires_grad=False). At run time a tensor's .backward()/.requires_grad_(True) trip
@@ -34,14 +36,18 @@ HEAVISIDE = Forbidden(
     name="torch.heaviside", rationale="this exercise is the step function itself: build it from a comparison",
     static=("torch.heaviside",),
     patch=("torch.heaviside", "torch.Tensor.heaviside", "torch.Tensor.heaviside_"),
-    aten=("aten::heaviside",), native=_at("structured_heaviside_out::impl"))
+    aten=("aten::heaviside",), native=_at("structured_heaviside_out::impl"), family="heaviside")
 # Rationale: sign is two comparisons; torch.sign/sgn would be the whole exercise.
 SIGN = Forbidden(
     name="torch.sign", rationale="this exercise is the sign function itself: build it from comparisons",
     static=("torch.sign", "torch.sgn"),
     patch=("torch.sign", "torch.sgn", "torch.Tensor.sign", "torch.Tensor.sgn", "torch.Tensor.sign_",
            "torch.Tensor.sgn_"),
-    aten=("aten::sign", "aten::sgn"), native=_at("structured_sign_out::impl", "structured_sgn_out::impl"))
+    aten=("aten::sign", "aten::sgn"),
+    native=_at("structured_sign_out::impl", "structured_sgn_out::impl", "NestedTensor_sgn", "NestedTensor_sgn_",
+               "_foreach_sign_out", "foreach_tensor_sign_slow", "foreach_tensor_sign_slow_",
+               *(f"{f}_sparse{k}" for f in ("sign", "sgn") for k in ("", "_", "_out", "_csr", "_csr_", "_csr_out"))),
+    family=rf"{_FORWARD}(^|_)(sign|sgn)(_|$)")
 
 # ----------------------------------------------------------------------------- activations
 # Rationale: the sigmoid is the exercise; torch.sigmoid (and its aliases) would skip the stable formula.
@@ -53,20 +59,36 @@ SIGMOID = Forbidden(
     static=_SIGMOID_APIS, patch=(*_SIGMOID_APIS, "torch.Tensor.sigmoid", "torch.Tensor.sigmoid_"),
     aten=("aten::sigmoid", "aten::log_sigmoid", "aten::glu"),
     native=_at("structured_sigmoid_out::impl", "log_sigmoid", "log_sigmoid_out", "log_sigmoid_forward_cpu",
-               "log_sigmoid_forward_out_cpu", "structured_glu_out::impl", "glu_jvp", "glu_jvp_out"))
+               "log_sigmoid_forward_out_cpu", "structured_glu_out::impl", "glu_jvp", "glu_jvp_out",
+               "_foreach_sigmoid_out", "foreach_tensor_sigmoid_slow", "foreach_tensor_sigmoid_slow_", "mkldnn_sigmoid",
+               "mkldnn_sigmoid_", "sigmoid_quantized_cpu"),
+    family=rf"{_FORWARD}(^|_)(log_)?sigmoid(_|$)")
 # Rationale: tanh is the exercise; torch.tanh would skip the stable formula.
 TANH = Forbidden(
     name="torch.tanh", rationale="this exercise is tanh itself: write it with torch.exp (or a stable sigmoid), stably",
     static=("torch.tanh", "torch.nn.functional.tanh", "torch.nn.Tanh"),
     patch=("torch.tanh", "torch.nn.functional.tanh", "torch.Tensor.tanh", "torch.Tensor.tanh_", "torch.nn.Tanh"),
-    aten=("aten::tanh",), native=_at("structured_tanh_out::impl"))
+    aten=("aten::tanh",),
+    # rnn_tanh_cell(z, 0, I, 0) is tanh(z): the recurrent kernels are tanh's too
+    native=_at("structured_tanh_out::impl", "NestedTensor_tanh", "NestedTensor_tanh_", "_foreach_tanh_out",
+               "foreach_tensor_tanh_slow", "foreach_tensor_tanh_slow_", "mkldnn_tanh", "mkldnn_tanh_",
+               "quantized_rnn_tanh_cell", "rnn_tanh", "rnn_tanh_cell", "tanh_quantized_cpu",
+               *(f"tanh_sparse{k}" for k in ("", "_", "_out", "_csr", "_csr_", "_csr_out"))),
+    family=rf"{_FORWARD}(^|_)tanh(_|$)")
 # Rationale: relu is the exercise; torch.relu and nn.ReLU would be the whole answer.
 RELU = Forbidden(
     name="torch.relu", rationale="this exercise is relu itself: use torch.clamp, torch.maximum or torch.where",
     static=("torch.relu", "torch.relu_", "torch.nn.functional.relu", "torch.nn.functional.relu_", "torch.nn.ReLU"),
     patch=("torch.relu", "torch.relu_", "torch.nn.functional.relu", "torch.nn.functional.relu_",
            "torch.Tensor.relu", "torch.Tensor.relu_", "torch.nn.ReLU"),
-    aten=("aten::relu",), native=_at("relu", "relu_", "relu_out"))
+    aten=("aten::relu",),
+    # leaky_relu with slope 0, add_relu(z, 0) and rnn_relu_cell(z, 0, I, 0) are relu too
+    native=_at("relu", "relu_", "relu_out", "NestedTensor_relu", "NestedTensor_relu_", "_add_relu_Scalar_out",
+               "add_relu", "add_relu_", "add_relu_out", "leaky_relu_out_quantized_cpu", "leaky_relu_quantized_cpu",
+               "leaky_relu_quantized_cpu_", "mkldnn_relu", "mkldnn_relu_", "quantized_rnn_relu_cell",
+               "relu_quantized_cpu", "relu_quantized_cpu_", "relu_sparse", "relu_sparse_", "relu_sparse_csr",
+               "relu_sparse_csr_", "rnn_relu", "rnn_relu_cell", "structured_leaky_relu_out::impl"),
+    family=rf"{_FORWARD}(^|_)relu(_|$)")
 # Rationale: leaky relu is the exercise; F.leaky_relu (and prelu/rrelu) would be the whole answer.
 LEAKY_RELU = Forbidden(
     name="torch.nn.functional.leaky_relu", rationale="this exercise is leaky relu itself: use torch.where",
@@ -75,7 +97,11 @@ LEAKY_RELU = Forbidden(
     patch=("torch.nn.functional.leaky_relu", "torch.nn.functional.leaky_relu_", "torch.nn.LeakyReLU",
            "torch._C._nn.leaky_relu", "torch.nn.functional.prelu"),
     aten=("aten::leaky_relu", "aten::rrelu", "aten::_prelu"),
-    native=_at("structured_leaky_relu_out::impl", "rrelu", "prelu", "_prelu_kernel"))
+    native=_at("structured_leaky_relu_out::impl", "rrelu", "prelu", "_prelu_kernel", "_prelu_kernel_quantized_cpu",
+               "leaky_relu_out_quantized_cpu", "leaky_relu_quantized_cpu", "leaky_relu_quantized_cpu_", "mkldnn_prelu",
+               "rrelu_", "rrelu_with_noise_cpu", "rrelu_with_noise_cpu_", "rrelu_with_noise_functional",
+               "rrelu_with_noise_out_cpu"),
+    family=rf"{_FORWARD}(^|_)(leaky_relu|rrelu|prelu)")
 # Rationale: elu is the exercise; F.elu and its relatives celu/selu would be the whole answer.
 _ELU_APIS = ("torch.nn.functional.elu", "torch.nn.functional.elu_", "torch.nn.ELU", "torch.nn.functional.celu",
              "torch.nn.functional.selu", "torch.celu", "torch.selu", "torch._C._nn.elu")
@@ -83,12 +109,16 @@ ELU = Forbidden(
     name="torch.nn.functional.elu",
     rationale="this exercise is elu itself: use torch.where and torch.expm1 or torch.exp",
     static=_ELU_APIS, patch=_ELU_APIS, aten=("aten::elu", "aten::celu", "aten::selu"),
-    native=_at("structured_elu_out::impl", "celu", "celu_out", "selu"))
+    native=_at("structured_elu_out::impl", "celu", "celu_out", "selu", "celu_", "selu_"),
+    family=rf"{_FORWARD}(^|_)(elu|celu|selu)(_|$)")
 # Rationale: gelu is the exercise; F.gelu would skip z * Phi(z).
 _GELU_APIS = ("torch.nn.functional.gelu", "torch.nn.GELU", "torch._C._nn.gelu")
 GELU = Forbidden(
     name="torch.nn.functional.gelu", rationale="this exercise is gelu itself: write z * Phi(z) with torch.erf",
-    static=_GELU_APIS, patch=_GELU_APIS, aten=("aten::gelu",), native=_at("structured_gelu_out_cpu::impl"))
+    static=_GELU_APIS, patch=_GELU_APIS, aten=("aten::gelu",),
+    native=_at("structured_gelu_out_cpu::impl", "NestedTensor_gelu", "NestedTensor_gelu_", "gelu_quantized_cpu",
+               "gelu_quantized_cpu_", "mkldnn_gelu"),
+    family=rf"{_FORWARD}(^|_)gelu(_|$)")
 # Rationale: softmax and log_softmax are each other's shortcut (softmax = exp(log_softmax)), so one
 # rule covers both; the max trick and the normalisation are the exercise.
 SOFTMAX = Forbidden(
@@ -103,14 +133,19 @@ SOFTMAX = Forbidden(
            "torch.special.log_softmax", "torch.Tensor.log_softmax", "torch.nn.LogSoftmax", "torch._log_softmax"),
     aten=("aten::_softmax", "aten::_log_softmax", "aten::softmax", "aten::log_softmax", "aten::_masked_softmax"),
     native=_at("softmax", "softmax_out", "log_softmax", "log_softmax_out", "structured_softmax_cpu_out::impl",
-               "structured_log_softmax_cpu_out::impl", "masked_softmax", "masked_softmax_cpu", "_masked_softmax_out"))
+               "structured_log_softmax_cpu_out::impl", "masked_softmax", "masked_softmax_cpu", "_masked_softmax_out",
+               "NestedTensor_softmax_dropout", "_safe_softmax", "_sparse_log_softmax", "_sparse_log_softmax_out",
+               "_sparse_softmax", "_sparse_softmax_out", "log_softmax_sparse_cpu", "mkldnn_softmax", "softmax_nested",
+               "softmax_sparse_cpu", "softmax_sparse_input_preprocessing", "special_log_softmax", "special_softmax"),
+    family=rf"{_FORWARD}(^|_)(log_)?softmax(_|$)")
 # Rationale: logsumexp is the stable half of log_softmax; writing it is the exercise.
 LOGSUMEXP = Forbidden(
     name="torch.logsumexp",
     rationale="log_softmax is z minus the stable log-sum-exp: write that part yourself with the max trick",
     static=("torch.logsumexp", "torch.special.logsumexp"),
     patch=("torch.logsumexp", "torch.special.logsumexp", "torch.Tensor.logsumexp"),
-    aten=("aten::logsumexp",), native=_at("logsumexp", "logsumexp_out"))
+    aten=("aten::logsumexp",),
+    native=_at("logsumexp", "logsumexp_out", "special_logsumexp", "special_logsumexp_out"), family="logsumexp")
 
 # ----------------------------------------------------------------------------- losses
 # Rationale: the loss is the exercise; PyTorch's loss function would compute all of it. The Huber and
@@ -122,7 +157,8 @@ MSE = Forbidden(
     name="torch.nn.functional.mse_loss",
     rationale="this exercise is the mean squared error itself: square the differences and average them",
     static=_MSE_APIS, patch=_MSE_APIS, aten=("aten::mse_loss", "aten::huber_loss", "aten::smooth_l1_loss"),
-    native=_at("structured_mse_loss_out::impl", "huber_loss", "huber_loss_out", "structured_smooth_l1_loss_out::impl"))
+    native=_at("structured_mse_loss_out::impl", "huber_loss", "huber_loss_out", "structured_smooth_l1_loss_out::impl"),
+    family=rf"{_FORWARD}mse_loss")
 # Rationale: cross_entropy = log_softmax + picking the targets + mean; F.cross_entropy and
 # F.nll_loss do the picking and the mean, which are the exercise.
 _CROSS_ENTROPY_APIS = ("torch.nn.functional.cross_entropy", "torch.nn.functional.nll_loss",
@@ -136,7 +172,9 @@ CROSS_ENTROPY = Forbidden(
     aten=("aten::nll_loss", "aten::cross_entropy"),
     native=_at("cross_entropy_loss_symint", "nll_loss_symint", "nll_loss_nd_symint", "nll_loss_out",
                "nll_loss2d_forward_cpu", "nll_loss2d_forward_out_cpu",
-               "structured_nll_loss_forward_out_cpu::impl"))
+               "structured_nll_loss_forward_out_cpu::impl", "nll_loss2d_out", "nll_loss2d_symint"),
+    # binary cross-entropy and the Poisson loss are other losses: BCE of a probability is only -log p
+    family=r"^(?!.*(backward|binary|poisson)).*(^|_)(cross_entropy|nll_loss(2d|_nd)?)(_|$)")
 
 # ----------------------------------------------------------------------------- mlp
 # Rationale: the layer is the exercise; nn.Linear / F.linear compute it in PyTorch's (out, in) layout.

@@ -32,7 +32,19 @@ CONVOLUTION = Forbidden(
                "convolution_out_symint", "mkldnn_convolution_out_symint", "slow_conv2d_forward_out_cpu",
                "slow_conv3d_forward_out_cpu", "slow_conv_dilated2d_out_symint", "slow_conv_dilated3d_out_symint",
                "slow_conv_transpose3d_out_cpu", "thnn_conv2d_out",
-               "structured_slow_conv_transpose2d_structured_cpu::impl"))
+               "structured_slow_conv_transpose2d_structured_cpu::impl",
+               # other backends' entries (MKL-DNN's fused ones: the red team's route), and the backward
+               # kernels, whose input and weight gradients are convolutions themselves
+               "_convolution_mode_symint", "_nnpack_spatial_convolution", "_nnpack_spatial_convolution_out_symint",
+               "conv_depthwise3d_out_symint", "convolution_overrideable", "convolution_overrideable_out_symint",
+               "mkldnn_convolution_pointwise", "mkldnn_convolution_pointwise_binary",
+               "mkldnn_convolution_pointwise_binary_", "slow_conv3d", "slow_conv3d_out", "_convolution_double_backward",
+               "_slow_conv2d_backward_output_mask_out_symint", "conv_tbc_backward", "convolution_backward",
+               "convolution_backward_out_symint", "convolution_backward_overrideable",
+               "convolution_backward_overrideable_out_symint", "slow_conv2d_backward_cpu",
+               "slow_conv2d_backward_out_cpu"),
+    family=r"^(?!.*reorder).*(^|_)(convolution|conv[123]d|conv_tbc|conv_transpose[123]d|conv_depthwise[23]d"
+           r"|slow_conv[23]d|slow_conv_dilated[23]d|slow_conv_transpose[23]d|thnn_conv2d)(_|$)")
 # Rationale: max pooling is the exercise; the library pools would do the windowing for you.
 _MAX_POOL_APIS = ("torch.nn.functional.max_pool1d", "torch.nn.functional.max_pool2d",
                   "torch.nn.functional.max_pool3d", "torch.nn.functional.max_pool2d_with_indices",
@@ -46,7 +58,11 @@ MAX_POOL = Forbidden(
     native=_at("max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool3d_with_indices_cpu",
                "max_pool3d_with_indices_out_cpu",
                "structured_max_pool2d_with_indices_out_cpu::impl", "adaptive_max_pool1d",
-               "structured_adaptive_max_pool2d_out_cpu::impl", "structured_fractional_max_pool2d_out_cpu::impl"))
+               "structured_adaptive_max_pool2d_out_cpu::impl", "structured_fractional_max_pool2d_out_cpu::impl",
+               "mkldnn_max_pool2d", "mkldnn_max_pool2d_out", "mkldnn_max_pool3d", "mkldnn_max_pool3d_out",
+               *(f"quantized_max_pool{d}d{k}" for d in (1, 2, 3) for k in ("", "_out")),
+               "structured_adaptive_max_pool3d_out_cpu::impl", "structured_fractional_max_pool3d_out_cpu::impl"),
+    family=r"^(?!.*backward).*(^|_)(adaptive_|fractional_)?max_pool[123]d(_|$)")
 # Rationale: average pooling is the exercise; the library pools would do the windowing for you.
 _AVG_POOL_APIS = ("torch.nn.functional.avg_pool1d", "torch.nn.functional.avg_pool2d",
                   "torch.nn.functional.avg_pool3d", "torch.nn.functional.adaptive_avg_pool2d",
@@ -59,13 +75,29 @@ AVG_POOL = Forbidden(
     native=_at("avg_pool1d", "structured_avg_pool2d_out_cpu::impl", "structured_avg_pool3d_out_cpu::impl",
                "adaptive_avg_pool1d", "adaptive_avg_pool2d_symint", "adaptive_avg_pool2d_cpu",
                "adaptive_avg_pool3d_cpu", "adaptive_avg_pool1d_out", "adaptive_avg_pool2d_out_cpu",
-               "adaptive_avg_pool3d_out_cpu", "adaptive_avg_pool3d_symint", "avg_pool1d_out"))
+               "adaptive_avg_pool3d_out_cpu", "adaptive_avg_pool3d_symint", "avg_pool1d_out",
+               "_adaptive_avg_pool2d_out_symint", "_adaptive_avg_pool3d_out_symint",
+               "adaptive_avg_pool2d_quantized_cpu", "adaptive_avg_pool3d_out_quantized_cpu",
+               "adaptive_avg_pool3d_quantized_cpu", "avg_pool2d_quantized_cpu",
+               "avg_pool3d_quantized_cpu", "mkldnn_adaptive_avg_pool2d", "mkldnn_adaptive_avg_pool2d_out",
+               "mkldnn_adaptive_avg_pool2d_out_stub", "mkldnn_avg_pool2d", "mkldnn_avg_pool2d_out",
+               "mkldnn_avg_pool3d", "mkldnn_avg_pool3d_out"),
+    family=r"^(?!.*backward).*(^|_)(adaptive_)?avg_pool[123]d(_|$)")
 
 # ----------------------------------------------------------------------------- rnn, lstm, gru
 _FUNCTIONAL = ("rnn_tanh", "rnn_relu", "rnn_tanh_cell", "rnn_relu_cell", "lstm", "lstm_cell", "gru", "gru_cell",
                "mkldnn_rnn_layer", "_cudnn_rnn", "miopen_rnn", "quantized_lstm", "quantized_gru",
                "quantized_lstm_cell", "quantized_gru_cell", "quantized_rnn_tanh_cell", "quantized_rnn_relu_cell")
 _MODULES = ("RNNBase", "RNNCellBase", "RNN", "RNNCell", "LSTM", "LSTMCell", "GRU", "GRUCell")
+# PyTorch's LSTM again, for quantization: a float one built of Linear layers and activations (no
+# recurrent kernel runs: the red team's route, full marks), and the dynamically quantized layers.
+_QUANTIZATION_RECURRENT = (*(f"{m}.{c}" for m in ("torch.ao.nn.quantizable", "torch.nn.quantizable",
+                                                  "torch.ao.nn.quantizable.modules.rnn")
+                             for c in ("LSTM", "LSTMCell")),
+                           "torch.ao.nn.quantizable.modules.rnn._LSTMLayer",
+                           "torch.ao.nn.quantizable.modules.rnn._LSTMSingleLayer",
+                           *(f"{m}.{c}" for m in ("torch.ao.nn.quantized.dynamic", "torch.nn.quantized.dynamic")
+                             for c in ("LSTM", "LSTMCell", "GRU", "GRUCell", "RNNCell")))
 # Rationale: the cells and loops are the exercise; PyTorch's recurrent layers and their functional
 # kernels (reached through torch.*, torch._VF or torch.ops.aten) would compute the whole answer.
 RECURRENT = Forbidden(
@@ -75,11 +107,15 @@ RECURRENT = Forbidden(
               "torch.gru_cell, torch._VF...)",
     static=(*(f"torch.nn.{m}" for m in _MODULES), *(f"torch.nn.modules.rnn.{m}" for m in _MODULES), "torch._VF",
             "torch._C._VariableFunctions", *(f"torch.{f}" for f in _FUNCTIONAL),
-            *(f"torch.ops.aten.{f}" for f in _FUNCTIONAL)),
+            *(f"torch.ops.aten.{f}" for f in _FUNCTIONAL), *_QUANTIZATION_RECURRENT),
     patch=(*(f"torch.nn.{m}" for m in _MODULES), *(f"torch.nn.modules.rnn.{m}" for m in _MODULES),
-           *(f"torch.{f}" for f in _FUNCTIONAL), *(f"torch._VF.{f}" for f in _FUNCTIONAL[:8])),
+           *(f"torch.{f}" for f in _FUNCTIONAL), *(f"torch._VF.{f}" for f in _FUNCTIONAL[:8]),
+           *_QUANTIZATION_RECURRENT),
     native=_at(*_FUNCTIONAL[:8], "mkldnn_rnn_layer", "mkldnn_rnn_layer_out", "quantized_lstm_cell",
-               "quantized_gru_cell"),
+               "quantized_gru_cell", "quantized_rnn_tanh_cell", "quantized_rnn_relu_cell", "_thnn_fused_lstm_cell_out",
+               "_thnn_fused_gru_cell_out"),
+    family=r"^(?!.*backward)(.*(^|_)(lstm|gru|rnn_tanh|rnn_relu)(_cell)?(_|$)|.*_thnn_fused_(lstm|gru)_cell"
+           r"|.*mkldnn_rnn_layer)",
 )
 # Rationale: the run-time net for a fused LSTM kernel reached by a route the tripwires cannot patch
 # (getattr on torch._C._VariableFunctions, read-only). On CPU only a whole LSTM sequence reaches the
@@ -108,7 +144,8 @@ EMBEDDING = Forbidden(
            "torch.nn.modules.sparse.Embedding", "torch.nn.modules.sparse.EmbeddingBag"),
     native=_at("embedding_symint", "embedding_out_symint", "embedding_bag", "_embedding_bag_cpu", "_embedding_bag_out",
                "_embedding_bag_forward_only_cpu", "_embedding_bag_forward_only_out", "embedding_backward_symint",
-               "embedding_dense_backward_cpu", "embedding_dense_backward_out_symint"))
+               "embedding_dense_backward_cpu", "embedding_dense_backward_out_symint", "NestedTensor_embedding"),
+    family=r"^(?!.*(backward|loss|renorm)).*(^|_)embedding(_bag)?(_|$)")
 # Rationale: the run-time net for the embedding kernel reached through torch.ops.aten by a computed name.
 # Attached to embedding_lookup, where the kernel is the whole answer (same dispatch-mode cost as above).
 EMBEDDING_KERNELS = Forbidden(
@@ -124,10 +161,14 @@ SDPA = Forbidden(
               "sum with tensor operations",
     static=_SDPA_APIS, patch=_SDPA_APIS, aten=("scaled_dot_product",),
     native=_at("scaled_dot_product_attention", "_scaled_dot_product_attention_math",
-               "_scaled_dot_product_flash_attention_cpu", "_scaled_dot_product_fused_attention_overrideable"))
+               "_scaled_dot_product_flash_attention_cpu", "_scaled_dot_product_fused_attention_overrideable"),
+    family=r"^(?!.*backward).*scaled_dot_product")
 # Rationale: nn.MultiheadAttention and its functional form do the projections, head split and merge.
 _MHA_APIS = ("torch.nn.MultiheadAttention", "torch.nn.modules.activation.MultiheadAttention",
-             "torch.nn.functional.multi_head_attention_forward", "torch._native_multi_head_attention")
+             "torch.nn.functional.multi_head_attention_forward", "torch._native_multi_head_attention",
+             # the float one of quantization, built of Linear layers (no fused kernel runs)
+             "torch.ao.nn.quantizable.MultiheadAttention", "torch.nn.quantizable.MultiheadAttention",
+             "torch.ao.nn.quantizable.modules.activation.MultiheadAttention")
 MHA = Forbidden(
     name="torch.nn.MultiheadAttention",
     rationale="multi-head attention is to be built from your own projections, head split and merge "
@@ -172,4 +213,11 @@ LAYER_NORM = Forbidden(
                "math_group_norm", "batch_norm", "batch_norm_cpu", "batch_norm_cpu_out", "_batch_norm_legit_cpu",
                "_batch_norm_legit_cpu_out", "_batch_norm_legit_no_stats_cpu", "_batch_norm_legit_no_stats_cpu_out",
                "_batch_norm_with_update_cpu", "_batch_norm_with_update_cpu_out", "_batch_norm_no_update",
-               "_batch_norm_no_update_out", "_batch_norm_legit_no_training", "instance_norm"))
+               "_batch_norm_no_update_out", "_batch_norm_legit_no_training", "instance_norm",
+               "math_native_layer_norm", "native_layer_norm_out_symint", "nested_layer_norm", "_batch_norm_impl_index",
+               "_batch_norm_with_update_functional", "_batch_norm_with_update_mkldnn", "_mkldnn_batch_norm_legit",
+               "_mkldnn_batch_norm_legit_no_stats", "_native_batch_norm_legit_functional",
+               "_native_batch_norm_legit_no_training_out", "_select_batch_norm_backend", "batch_norm_gather_stats_out",
+               "batch_norm_gather_stats_with_counts_out", "batch_norm_stats_out", "batch_norm_update_stats_cpu",
+               "batch_norm_update_stats_out", "mkldnn_batch_norm", "quantized_batch_norm", "quantized_batch_norm_out"),
+    family=r"^(?!.*backward).*(^|_)(layer|group|batch|instance)_norm(_|$)")
