@@ -277,6 +277,37 @@ def test_wait_gone_returns_when_the_process_ends_zombie_or_not():
     p.wait()
 
 
+def test_waits_take_descriptors_numbered_past_1023():
+    """A grading process holds a descriptor for each kernel counter (hundreds a slot): with the kernel
+    families watched, fixture_scores.py's process held past 1,023 of them, where select() refuses
+    (ValueError: filedescriptor out of range in select()): 245 exercises were grader faults. Waiting
+    uses poll, and the wait on a process's end with descriptors that high ends as it should."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard < 1600:
+        pytest.skip(f"this process may open at most {hard} descriptors")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1600), hard))
+    read, write = os.pipe()
+    high = [os.dup2(read, 1500), os.dup2(write, 1501)]
+    try:
+        assert processes.readable([1500], 0) == []
+        os.write(1501, b"x")
+        assert processes.readable([1500], 0) == [1500]
+        filler = [os.dup(read) for _ in range(1100)]     # the next descriptors opened are numbered past 1023
+        try:
+            p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.2)"])
+            t0 = time.monotonic()
+            processes.wait_gone(p.pid, 60)              # its pidfd is numbered past 1023
+            assert time.monotonic() - t0 < 30 and p.wait(5) == 0
+        finally:
+            for fd in filler:
+                os.close(fd)
+    finally:
+        for fd in (read, write, *high):
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
 def _huge_pages_possible(glibc_heap: bool = True) -> bool:
     """Whether the kernel gives transparent huge pages and, with `glibc_heap`, whether glibc's malloc
     can ask for them (glibc.malloc.hugetlb, glibc >= 2.35); MADV_COLLAPSE needs only the kernel."""

@@ -1,33 +1,29 @@
 """The keeper of a grading process's kernel counters (grader.sandbox.native_watch).
 
-Closing the last descriptor of a uprobe counter waits for the kernel (an RCU grace period each:
-~80 ms on this machine), and a process's exit closes its descriptors one by one: a batch worker
-holding 140 counters took 24-38 s to end. So the grading process hands a copy of every counter's
-descriptor (SCM_RIGHTS) to its keeper, this small Python started with the first counter (`hand`):
-the grading process's own closes and its exit are then never the last, and cost nothing. The
-keeper closes its copies, those of a child's own counters at once and the slots' once the grading
-process has ended (its end of the socket closes, however it ends, and then its exit closes its own
-copies: only once it is gone are the keeper's the last), then removes the slots' folders.
+Closing the last descriptor of a uprobe counter waits for the kernel (an RCU grace period each: ~80 ms on this
+machine), and a process's exit closes its descriptors one by one: a batch worker holding 140 counters took 24-38 s to
+end. So the grading process hands a copy of every counter's descriptor (SCM_RIGHTS) to its keeper, this small Python
+started with the first counter (`hand`): the grading process's own closes and its exit are then never the last, and
+cost nothing. The keeper closes its copies, those of a child's own counters at once and the slots' once the grading
+process has ended (its end of the socket closes, however it ends, and then its exit closes its own copies: only once
+it is gone are the keeper's the last), then removes the slots' folders.
 
-Removals slow down the graders running meanwhile: every fork on the machine waits on them, a
-zygote's forks of children included. A full `grader check` started while a keeper closed 206 counters
-took 13.6 s, and 4.06 s with that keeper stopped (SIGSTOP). So the keeper closes the slots' counters
-only while no other grader runs (no sandbox zygote on the machine), waiting at most PATIENCE seconds
-in all, and pauses again between two closes when one starts. And it pauses PAUSE_S after every
-close: closed one after another, most closes return at once and the kernel's removals pile up, so
-that a grader starting just then (the check between two closes saw none) or one running when the
-patience ends is held up for seconds. With 80 counters closed in a row, one fork waited 6.6-6.7 s;
-paced, no fork waited more than 0.13 s (benchmarks/counter_closes.py). It imports nothing but the
-standard library, and holds nothing of a student's.
+Removals slow down the graders running meanwhile: every fork on the machine waits on them, a zygote's forks of
+children included. A full `grader check` started while a keeper closed 206 counters took 13.6 s, and 4.06 s with that
+keeper stopped (SIGSTOP). So the keeper closes the slots' counters only while no other grader runs (no sandbox zygote
+on the machine), waiting at most PATIENCE seconds in all, and pauses again between two closes when one starts. And it
+pauses PAUSE_S after every close: closed one after another, most closes return at once and the kernel's removals pile
+up, so that a grader starting just then (the check between two closes saw none) or one running when the patience ends
+is held up for seconds. With 80 counters closed in a row, one fork waited 6.6-6.7 s; paced, no fork waited more than
+0.13 s (benchmarks/counter_closes.py). It imports nothing but the standard library, and holds nothing of a student's.
 
-Before it closes anything, a keeper offers its slots to the next grader (`offer`, `adopt`): for
-PATIENCE seconds it listens on an abstract socket named after the torch library its counters watch,
-and a grading process of root's that needs a slot takes over the empty ones, their counters and
-folders included. A grader checking the course again then opens no counter, or few (a full check
-opens ~150 on its own), and none is closed between the two. Only one keeper offers at a time (the
-name is bound once); the others wait their turn within the same patience. What no grader took is
-then closed as above, with a patience of its own. SIGUSR1 ends the offer and both waits (a benchmark
-about to measure, benchmarks/grader_cost.py's settle, which would otherwise wait them out).
+Before it closes anything, a keeper offers its slots to the next grader (`offer`, `adopt`): for PATIENCE seconds it
+listens on an abstract socket named after the torch library its counters watch, and a grading process of root's that
+needs a slot takes over the empty ones, their counters and folders included. A grader checking the course again then
+opens no counter, or few (a full check opens ~570 on its own), and none is closed between the two. Only one keeper
+offers at a time (the name is bound once); the others wait their turn within the same patience. What no grader took
+is then closed as above, with a patience of its own. SIGUSR1 ends the offer and both waits (a benchmark about to
+measure, benchmarks/grader_cost.py's settle, which would otherwise wait them out).
 
     python -I -S keeper.py FD PID
 """
@@ -56,6 +52,11 @@ _channels: dict[int, socket.socket] = {}     # grading process -> its end of its
 _lock = threading.Lock()
 
 
+def _readable(fd: int, seconds: float | None) -> bool:     # poll: select() takes no fd past 1023
+    (watch := select.poll()).register(fd, select.POLLIN)
+    return bool(watch.poll(None if seconds is None else seconds * 1000))
+
+
 def hand(fds: list[int], counter: dict | None = None, close: bool = False) -> bool:
     """Give copies of `fds` to this process's keeper: to close now (`close`), or once this process has
     gone, then to remove the folders of `counter` (what they count: "folders" of its slot, their
@@ -67,9 +68,8 @@ def hand(fds: list[int], counter: dict | None = None, close: bool = False) -> bo
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             try:
                 subprocess.Popen([sys.executable, "-I", "-S", os.path.abspath(__file__), str(theirs.fileno()),
-                                  str(os.getpid())],
-                                 pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL, cwd="/", start_new_session=True)
+                                  str(os.getpid())], pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/", start_new_session=True)
             except OSError:
                 ours.close()
                 return False
@@ -124,7 +124,7 @@ def main(fd: int, grader: int) -> None:
     now.put(None)
     closer.join()
     if ended is not None:       # its exit is closing its own copies: wait until it has
-        select.select([ended], [], [])
+        _readable(ended, None)
     given = offer(list(spares.values()), time.monotonic() + PATIENCE, hurry)
     deadline = time.monotonic() + PATIENCE
     for d in kept:
@@ -163,7 +163,7 @@ def offer(spares: list[dict], deadline: float, hurry: threading.Event | None = N
                 time.sleep(0.2)
         listener.listen(4)
         while (left := deadline - time.monotonic()) > 0 and not hurry.is_set():
-            if not select.select([listener], [], [], min(left, 0.2))[0]:
+            if not _readable(listener.fileno(), min(left, 0.2)):
                 continue
             conn, _ = listener.accept()
             with conn:

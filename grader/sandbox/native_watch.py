@@ -31,8 +31,10 @@ tripwires (defence in depth) remain.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import platform
+import resource
 import struct
 import threading
 from dataclasses import dataclass, field
@@ -148,6 +150,7 @@ def open_watch(rules: list[dict[str, Any]], child_group: str | None) -> tuple[Wa
     missing = sorted({k for _, k in kernels} - {k for _, k, _ in symbols})
     if missing:
         return None, f"{', '.join(missing)} not found in this build of torch"
+    _raise_descriptor_limit()
     slot = _slot() if slots else None
     if slots and slot is None:
         return None, "no watch group could be made"
@@ -160,6 +163,16 @@ def open_watch(rules: list[dict[str, Any]], child_group: str | None) -> tuple[Wa
         watch.close()
         return None, f"perf_event_open failed ({e.strerror or e})"
     return watch, ""
+
+
+@functools.cache
+def _raise_descriptor_limit() -> None:
+    """Counters are descriptors, one per kernel and CPU a slot (hundreds a slot): this process's limit
+    on open descriptors raised to the hard one, as its keeper does (a soft 1024 runs out)."""
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (resource.getrlimit(resource.RLIMIT_NOFILE)[1],) * 2)
+    except (OSError, ValueError):
+        pass
 
 
 def place(watch: Watch, zygote: int, seen: breakpoints.Seen) -> str:

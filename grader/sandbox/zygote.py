@@ -24,7 +24,6 @@ import ctypes
 import gc
 import json
 import os
-import select
 import signal
 import socket
 import struct
@@ -213,9 +212,9 @@ def _serve(control: socket.socket, spare: tuple[int, socket.socket] | None) -> N
     while True:
         if spare is None:
             spare = _spare(control)
-        r, _, _ = select.select([control, _WAKE[0]], [], [], 0 if pending else 1.0)
+        r = processes.readable([control.fileno(), _WAKE[0]], 0 if pending else 1.0)
         _reap()
-        if control not in r:
+        if control.fileno() not in r:
             if pending:
                 collapse_next(pending)
             continue
