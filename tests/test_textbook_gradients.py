@@ -19,6 +19,8 @@ tests/scenarios.py):
 - kernels_other_layouts: the same computation's kernel for another layout or backend (a sparse
   softmax, MKL-DNN's sigmoid, tanh, convolution and pools), every net in the child blinded: the
   kernel's count catches them (each rule's family names them);
+- derivative_kernels: autograd's derivative kernels (sigmoid_backward, threshold_backward,
+  mse_loss_backward, ...) called as ATen operators by built names, with no engine or graph;
 - quantization_layers: the quantization toolkit's float LSTM (torch.ao.nn.quantizable), made of
   Linear layers, so that no recurrent kernel runs: a library LSTM all the same;
 - count_undone: the same, with the kernel's count undone in the child's memory first (libtorch's code
@@ -138,6 +140,8 @@ def test_real_autograd_is_caught_by_every_route(graded, exercise, how, line):
 
 PAST_THE_ENGINE = ["activations.sigmoid_grad", "activations.tanh_grad", "losses.mse_loss_grad"]
 UNDONE = ["activations.sigmoid", "activations.tanh", "cnn.max_pool2d"]
+DERIVATIVE_KERNELS = ["activations.sigmoid_grad", "activations.relu_grad", "activations.tanh_grad",
+                      "losses.mse_loss_grad", "losses.cross_entropy_grad"]
 OTHER_LAYOUTS = ["activations.softmax", "activations.sigmoid", "activations.tanh", "cnn.conv2d", "cnn.max_pool2d",
                  "cnn.avg_pool2d"]
 OTHER_NAMES = ["cnn.conv2d", "cnn.max_pool2d", "activations.sigmoid", "activations.softmax", "losses.mse_loss",
@@ -160,6 +164,15 @@ def test_library_kernels_by_other_names_are_counted_by_the_kernel(graded, exerci
     e = graded("kernels_by_other_names", OTHER_NAMES)[exercise]
     assert e.status.value == "forbidden" and e.points == 0, (e.status, e.message, e.notes)
     assert e.message.startswith(CAUGHT["run"]) and "counted by the operating system" in e.message, e.message
+
+
+@pytest.mark.skipif(bool(native_watch.unavailable()), reason=native_watch.unavailable() or "")
+@pytest.mark.parametrize("exercise", DERIVATIVE_KERNELS)
+def test_autograds_derivative_kernels_called_directly_are_counted(graded, exercise):
+    """torch.ops.aten.sigmoid_backward & co. by built names: the formula autograd runs, without its engine."""
+    e = graded("derivative_kernels", DERIVATIVE_KERNELS)[exercise]
+    assert e.status.value == "forbidden" and e.points == 0, (e.status, e.message, e.notes)
+    assert "_backward" in e.message and "counted by the operating system" in e.message, e.message
 
 
 @pytest.mark.parametrize("exercise,caught", [("lstm.lstm_cell", "run"), ("lstm.lstm_forward", "static")])

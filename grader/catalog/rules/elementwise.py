@@ -16,19 +16,40 @@ _FORWARD = r"^(?!.*backward).*"
 _FUNC_TRANSFORMS = ("grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "linearize")
 _AUTOGRAD_FUNCTIONAL = ("jacobian", "hessian", "vjp", "jvp", "hvp", "vhp")
 _ENGINE = ("torch.autograd.variable.Variable._execution_engine", "torch._C._ImperativeEngine")
+_DERIVATIVE_OPS = ("sigmoid_backward", "tanh_backward", "threshold_backward", "leaky_relu_backward", "elu_backward",
+                   "gelu_backward", "_softmax_backward_data", "_log_softmax_backward_data", "mse_loss_backward",
+                   "nll_loss_backward", "nll_loss2d_backward", "log_sigmoid_backward")
 AUTOGRAD = Forbidden(
     name="autograd",
     rationale="this exercise is backprop by hand: compute the gradient from its formula with tensor operations "
               "(your own layer classes and their backward methods are fine), not with torch.autograd, "
-              "torch.func, a tensor's .backward() or requires_grad=True",
-    static=("torch.autograd.grad", "torch.autograd.backward", "torch.autograd.functional", "torch.autograd.forward_ad",
+              "torch.func, a tensor's .backward(), requires_grad=True or autograd's derivative kernels "
+              "(torch.ops.aten.*_backward)",
+    static=(*(f"torch.ops.aten.{k}" for k in _DERIVATIVE_OPS), "torch._softmax_backward_data",
+            "torch._log_softmax_backward_data",
+            "torch.autograd.grad", "torch.autograd.backward", "torch.autograd.functional", "torch.autograd.forward_ad",
             "torch.autograd.Variable._execution_engine", "torch._C._EngineBase", *_ENGINE, "kw:requires_grad",
             *(f"{m}.{f}" for m in ("torch.func", "functorch") for f in _FUNC_TRANSFORMS)),
     patch=("torch.Tensor.backward", "torch.autograd.backward", "torch.autograd.grad", "torch.Tensor.requires_grad_",
            "torch.autograd.forward_ad.make_dual", *(f"torch.autograd.functional.{f}" for f in _AUTOGRAD_FUNCTIONAL),
            *(f"torch.func.{f}" for f in _FUNC_TRANSFORMS), *_ENGINE),
     native=("torch::autograd::Engine::execute", "torch::autograd::get_current_graph_task_exec_info",
-            "torch::autograd::forward_ad::enter_dual_level"))
+            "torch::autograd::forward_ad::enter_dual_level",
+            # autograd's own derivative formulas, which torch.ops.aten.sigmoid_backward & co. run without the
+            # engine or a graph (the red team's route: every *_grad exercise at full marks)
+            *_at(*(f"structured_{f}_backward_out::impl" for f in ("sigmoid", "tanh", "threshold", "leaky_relu",
+                                                                   "elu")),
+                 "structured_gelu_backward_out_cpu::impl", "structured_softmax_backward_cpu_out::impl",
+                 "structured_log_softmax_backward_cpu_out::impl", "structured_nll_loss_backward_out_cpu::impl",
+                 "mse_loss_backward", "mse_loss_backward_out", "nll_loss2d_backward_cpu", "nll_loss2d_backward_out_cpu",
+                 "log_sigmoid_backward_cpu", "log_sigmoid_backward_cpu_out", "infinitely_differentiable_gelu_backward",
+                 "gelu_backwards_nested", "mkldnn_gelu_backward", "mkldnn_relu_backward", "threshold_backwards_nested",
+                 *(f"threshold_backward_sparse{k}" for k in ("", "_out", "_compressed", "_compressed_out")),
+                 "_masked_softmax_backward_out", "masked_softmax_backward_cpu", "nested_softmax_backward",
+                 "_sparse_softmax_backward_data_out", "_sparse_log_softmax_backward_data_out",
+                 "softmax_backward_sparse_cpu", "log_softmax_backward_sparse_cpu",
+                 "softmax_backward_sparse_input_preprocessing")),
+    family=r"(^|_)(sigmoid|tanh|threshold|relu|leaky_relu|elu|gelu|softmax|mse_loss|nll_loss(2d)?)(_.*)?_backward")
 
 # ----------------------------------------------------------------------------- neurons
 # Rationale: heaviside is one comparison; torch.heaviside would be the whole exercise.
