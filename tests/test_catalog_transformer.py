@@ -329,6 +329,12 @@ def test_a_float64_model_may_add_its_own_float32_encoding_and_nothing_else_in_fl
     wrong, trace_w = _model_with_encoding(case, lambda t, d: _annotated_encoding(t, d) * 1.01)
     assert not spec.judge(case, wrong, ref, tol, probe_of(trace_w)).ok         # not an encoding PE's exercise takes
     assert not spec.judge(case, value, ref, tol, probe_of([])).ok              # no layer called: nothing to read
+    for junk in ("trace", [{"fn": "encoder_layer", "in": "x"}], [1, None], {"fn": "decoder_layer"}):
+        assert not spec.judge(case, value, ref, tol, probe_of(junk)).ok       # a child's junk: a verdict, no fault
+
+    def raising(name, *args):
+        raise RuntimeError("the child is gone")
+    assert not spec.judge(case, value, ref, tol, raising).ok
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])

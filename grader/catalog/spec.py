@@ -109,10 +109,10 @@ class ExerciseSpec(ExerciseId):
     # Optional trusted function run inside the sandbox instead of a plain call, in grader.sandbox.trusted:
     # driver(student_module, function_name, *args, **kwargs) -> output. "module:function".
     driver: str | None = None
-    # Optional behavioural judge, replacing the comparison: judge(case, student_output, reference_output, tol,
-    # probe=None) -> Verdict, where tol(dtype) -> (atol, rtol) is the case's tolerance with every override
-    # applied (the case's own, autograde.toml's): a judge that compares tensors compares with it; `probe`, as
-    # a localiser's, reads what the child recorded of the call (None where there is no child to ask).
+    # Optional behavioural judge, replacing the comparison: judge(case, student_output, reference_output, tol)
+    # -> Verdict, where tol(dtype) -> (atol, rtol) is the case's tolerance with every override applied
+    # (the case's own, autograde.toml's): a judge that compares tensors compares with it. A judge with a
+    # parameter named `probe` gets one too, as a localiser does: it reads what the child recorded of the call.
     judge: Callable[..., Verdict] | None = None
     # Optional localiser run after a failed case: localise(case, student_output, probe) -> message
     localise: Callable[[Case, Any, Probe], str] | None = None

@@ -12,6 +12,8 @@ shown as heatmaps; their redaction is grader.pipeline.redact's job.
 """
 from __future__ import annotations
 
+import functools
+import inspect
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -63,7 +65,7 @@ def judge(spec: ExerciseSpec, case: Case, value: Any, ref: Any, tol: Tol, *,
 def _decide(spec: ExerciseSpec, case: Case, value: Any, ref: Any, tol: Tol, modified: Sequence[str],
             probe: Probe) -> _Decision:
     if spec.judge is not None:
-        verdict = spec.judge(case, value, ref, tol, probe)
+        verdict = spec.judge(case, value, ref, tol, **({"probe": probe} if _takes_probe(spec.judge) else {}))
     else:
         comps = compare_outputs(value, ref, spec.outputs, tol, spec.exact)
         verdict = Verdict(all(c.ok for c in comps), feedback.comparisons_message(comps), comps)
@@ -74,6 +76,15 @@ def _decide(spec: ExerciseSpec, case: Case, value: Any, ref: Any, tol: Tol, modi
     also = [f"it also {in_place}"] if modified and not verdict.ok else []     # it may be why the values are wrong
     message = "\n".join([m for m in [verdict.message] if m] + also)
     return _Decision(verdict.ok, message, verdict.comparisons, None if verdict.ok else FailureKind.WRONG_ANSWER)
+
+
+@functools.lru_cache(maxsize=64)
+def _takes_probe(judge_fn) -> bool:
+    """Whether a spec's judge names a `probe` parameter (grader.catalog.spec): most take four."""
+    try:
+        return "probe" in inspect.signature(judge_fn).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def diagnose(spec: ExerciseSpec, case: Case, value: Any, ref: Any, tol: Tol) -> str:

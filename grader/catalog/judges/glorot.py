@@ -83,7 +83,7 @@ def _exact_checks(value, fan_in, fan_out, n_seeds, a):
     return ""
 
 
-def judge_glorot(case: Case, value, ref, tol, probe=None) -> Verdict:
+def judge_glorot(case: Case, value, ref, tol) -> Verdict:
     fan_in, fan_out = case.args
     n_seeds = len(case.kwargs["generator"])
     a = ref["bound"]

@@ -15,7 +15,7 @@ def _describe(x) -> str:
 def token_judge(name: str, pairs: bool):
     """Exact comparison of a list of tokens (bytes) or merges ((bytes, bytes) tuples), naming the
     first difference instead of listing every item; bpe_encode also gets the round trip checked."""
-    def judge(case: Case, got, want, tol, probe=None) -> Verdict:
+    def judge(case: Case, got, want, tol) -> Verdict:
         def verdict(problem: str) -> Verdict:
             return Verdict(not problem, problem, (Comparison(name=name, ok=not problem, problem=problem),))
         if not isinstance(got, (list, tuple)):

@@ -50,7 +50,7 @@ def _driver_reply(value) -> bool:
             and all(isinstance(n, int) and not isinstance(n, bool) for n in value.get("calls", {}).values()))
 
 
-def judge_train_xor(case: Case, value, ref, tol, probe=None) -> Verdict:
+def judge_train_xor(case: Case, value, ref, tol) -> Verdict:
     if not _driver_reply(value):
         return Verdict(False, "the training run sent back no usable result (the grader's driver returns the "
                               "params of two trainings and the calls it counted)")

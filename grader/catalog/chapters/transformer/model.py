@@ -76,24 +76,31 @@ def _other_encodings(case, probe):
     decoder_layer calls (grader.sandbox.trusted.tracing): their embedding part is the parent's own,
     and the model's output is then held to float64's tolerance with that encoding."""
     yield None
-    src, tgt, params = case.args[:3]
-    try:
-        trace = probe(TRACE_ACCESSOR) if probe is not None and src.shape[0] > 1 else None
+    try:        # what the child sent is data: whatever it is, a verdict comes of it, never a grader fault
+        added = _added_encodings(case, probe) if probe is not None else None
     except Exception:
-        return
+        added = None
+    if added is not None:
+        yield added
+
+
+def _added_encodings(case, probe):
+    src, tgt, params = case.args[:3]
+    if src.shape[0] < 2:
+        return None
+    trace = probe(TRACE_ACCESSOR)
     firsts = [next((c for c in trace or () if isinstance(c, dict) and c.get("fn") == fn), None)
               for fn in ("encoder_layer", "decoder_layer")]
     p, added = to64(params), []
     for first, table, ids in zip(firsts, (p["src_embed"], p["tgt_embed"]), (src, tgt)):
         x = first.get("in") if first else None
         if not isinstance(x, torch.Tensor) or x.dtype != F64 or tuple(x.shape) != (*ids.shape, table.shape[1]):
-            return
+            return None
         pe = x - table[ids]
-        if not torch.allclose(pe, pe[:1].expand_as(pe), rtol=0, atol=1e-12) or \
-                not _accepted_encoding(pe[0]):
-            return
+        if not torch.allclose(pe, pe[:1].expand_as(pe), rtol=0, atol=1e-12) or not _accepted_encoding(pe[0]):
+            return None
         added.append(pe[0])
-    yield tuple(added)
+    return tuple(added)
 
 
 def _accepted_encoding(pe) -> bool:
