@@ -21,6 +21,8 @@ tests/scenarios.py):
   kernel's count catches them (each rule's family names them);
 - derivative_kernels: autograd's derivative kernels (sigmoid_backward, threshold_backward,
   mse_loss_backward, ...) called as ATen operators by built names, with no engine or graph;
+- optimizer_internals: torch.optim's update loops (_single_tensor_sgd, _single_tensor_adam) called through
+  their modules by built names;
 - quantization_layers: the quantization toolkit's float LSTM (torch.ao.nn.quantizable), made of
   Linear layers, so that no recurrent kernel runs: a library LSTM all the same;
 - count_undone: the same, with the kernel's count undone in the child's memory first (libtorch's code
@@ -173,6 +175,14 @@ def test_autograds_derivative_kernels_called_directly_are_counted(graded, exerci
     e = graded("derivative_kernels", DERIVATIVE_KERNELS)[exercise]
     assert e.status.value == "forbidden" and e.points == 0, (e.status, e.message, e.notes)
     assert "_backward" in e.message and "counted by the operating system" in e.message, e.message
+
+
+@pytest.mark.parametrize("exercise", ["mlp.sgd_step", "mlp.adam_step"])
+def test_torch_optims_update_loops_are_torch_optim(graded, exercise):
+    """torch.optim.adam._single_tensor_adam & co., reached through their module by built names."""
+    e = graded("optimizer_internals", ["mlp.sgd_step", "mlp.adam_step"])[exercise]
+    assert e.status.value == "forbidden" and e.points == 0, (e.status, e.message)
+    assert e.message.startswith(CAUGHT["run"]) and "_single_tensor_" in e.message, e.message
 
 
 @pytest.mark.parametrize("exercise,caught", [("lstm.lstm_cell", "run"), ("lstm.lstm_forward", "static")])

@@ -216,7 +216,13 @@ TORCH_OPTIM = Forbidden(
     rationale="this exercise is the update rule itself: write it with tensor operations, without torch.optim",
     static=("torch.optim", *(f"torch.{f}" for f in _FUSED)),
     patch=("torch.optim.SGD", "torch.optim.Adam", "torch.optim.AdamW", "torch.optim.RMSprop", "torch.optim.Adagrad",
-           "torch.optim.sgd.sgd", "torch.optim.adam.adam", "torch.optim.adamw.adamw", *(f"torch.{f}" for f in _FUSED)),
+           "torch.optim.sgd.sgd", "torch.optim.adam.adam", "torch.optim.adamw.adamw", *(f"torch.{f}" for f in _FUSED),
+           # the update loops the functional forms call, by their modules' names (the red team's adam_step
+           # called torch.optim.adam._single_tensor_adam by a built name)
+           "torch.optim.rmsprop.rmsprop", "torch.optim.adagrad.adagrad",
+           *(f"torch.optim.{m}.{kind}_{m}" for m in ("sgd", "adam", "rmsprop", "adagrad")
+             for kind in ("_single_tensor", "_multi_tensor")),
+           *(f"torch.optim.{m}._fused_{m}" for m in ("sgd", "adam", "adagrad"))),
     native=_at(*(f"{f}kernel_cpu_" for f in _FUSED)))
 # Rationale: clipping by the global norm is the exercise; torch.nn.utils does it in one call.
 CLIP = Forbidden(
