@@ -453,7 +453,10 @@ import dataclasses, os, sys, time
 from grader.catalog import catalog
 from grader.sandbox.provision import copy_submission, make_workdir, remove_workdir
 from grader.sandbox.runner import Sandbox
-rules = {r.name: dataclasses.asdict(r) for s in catalog().values() for r in s.forbidden if r.native}
+rules, kernels = {}, 0
+for rule in (r for s in catalog().values() for r in s.forbidden if r.native):
+    if kernels < 80 and rule.name not in rules:      # enough for the point, not the catalog's ~300 (slow to close)
+        rules[rule.name], kernels = dataclasses.asdict(rule), kernels + len(rule.native)
 with Sandbox() as sandbox:
     workdir = make_workdir()
     copy_submission({"m": "def f():\\n    return 1\\n"}, workdir)
