@@ -453,9 +453,12 @@ import dataclasses, os, sys, time
 from grader.catalog import catalog
 from grader.sandbox.provision import copy_submission, make_workdir, remove_workdir
 from grader.sandbox.runner import Sandbox
-rules, kernels = {}, 0
+from grader.catalog.rules import SDPA
+# SDPA's kernels (the next grader adopts this one's slot to count them, ADOPTS), then others up to 80:
+# enough for the point, not the catalog's ~340 (slow to open and to close)
+rules, kernels = {SDPA.name: dataclasses.asdict(SDPA)}, len(SDPA.native)
 for rule in (r for s in catalog().values() for r in s.forbidden if r.native):
-    if kernels < 80 and rule.name not in rules:      # enough for the point, not the catalog's ~300 (slow to close)
+    if kernels < 80 and rule.name not in rules:
         rules[rule.name], kernels = dataclasses.asdict(rule), kernels + len(rule.native)
 with Sandbox() as sandbox:
     workdir = make_workdir()
