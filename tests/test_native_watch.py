@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import resource
 import shutil
 
 import pytest
@@ -836,3 +837,14 @@ def test_the_next_grader_counts_in_slots_it_adopted():
     assert not [h for h in got["clean"] if COUNTED in h["via"]], got["clean"]
     if got["slot"] == first.stdout.split()[1]:     # its counters, its slot's folders, ...
         assert got["opened"] == 0, got
+
+
+@pytest.mark.parametrize("hard,soft", [(20000, 20000), (resource.RLIM_INFINITY, 1 << 16)])
+def test_a_grading_process_may_open_as_many_counters_as_its_hard_limit_allows(monkeypatch, hard, soft):
+    """A counter is a descriptor: the soft limit goes to the hard one, or to 65,536 where the hard one
+    is unlimited (a soft limit above the kernel's nr_open is refused, and would leave 1,024)."""
+    set_to = []
+    monkeypatch.setattr(resource, "getrlimit", lambda what: (1024, hard))
+    monkeypatch.setattr(resource, "setrlimit", lambda what, limits: set_to.append(limits))
+    native_watch._raise_descriptor_limit.__wrapped__()
+    assert set_to == [(soft, hard)]

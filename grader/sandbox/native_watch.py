@@ -169,8 +169,9 @@ def open_watch(rules: list[dict[str, Any]], child_group: str | None) -> tuple[Wa
 def _raise_descriptor_limit() -> None:
     """Counters are descriptors, one per kernel and CPU a slot (hundreds a slot): this process's limit
     on open descriptors raised to the hard one, as its keeper does (a soft 1024 runs out)."""
-    try:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (resource.getrlimit(resource.RLIMIT_NOFILE)[1],) * 2)
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    try:                    # an unlimited hard limit is more than the kernel lets a soft one be
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else 1 << 16, hard))
     except (OSError, ValueError):
         pass
 
