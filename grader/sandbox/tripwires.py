@@ -28,6 +28,8 @@ from typing import Any, Callable
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from grader.sandbox import tripped_code
+
 # Where torch, the grader and Python's own modules are, each as imported and with its links resolved:
 # a confined child cannot always resolve them (a virtual environment reached through a link in a
 # folder its private view of the file system hides), and then compares a frame's path as imported.
@@ -54,12 +56,15 @@ def _student_line() -> tuple[str, int]:
 class Hits:
     def __init__(self) -> None:
         self.items: list[dict[str, Any]] = []
+        self.lasting: list[dict[str, Any]] = []     # those that count even at import: copies of code
 
-    def add(self, rule: str, via: str) -> None:
+    def add(self, rule: str, via: str, lasting: bool = False) -> None:
         file, line = _student_line()
         hit = {"rule": rule, "via": via, "file": file, "line": line}
         if hit not in self.items and len(self.items) < 20:
             self.items.append(hit)
+            if lasting:
+                self.lasting.append(hit)
 
 
 def _resolve(dotted: str) -> tuple[Any, str]:
@@ -104,19 +109,29 @@ _installed: dict[tuple[str, str], Callable[..., None]] = {}     # -> the Hits.ad
 
 def prepare(targets: list[tuple[str, str]]) -> None:
     """Make the wrappers of `targets`, (rule name, dotted target) pairs, for `install` to use; a target
-    that does not resolve here is left to `install`, which skips it as before."""
+    that does not resolve here is left to `install`, which skips it as before. A Python function is
+    tripped in place instead, and a class's own `__init__` too (grader.sandbox.tripped_code): every
+    route to it trips, not only its module's name for it."""
     for key in targets:
         try:
             owner, attr = _resolve(key[1])
             original = getattr(owner, attr)
-            _ready[key] = (owner, attr, original, _wire(original, key[1], lambda key=key, record=_record: record(key)))
+            trip = functools.partial(_record, key)
+            init = vars(original).get("__init__") if isinstance(original, type) else None
+            if init is not None:
+                tripped_code.arm(init, trip)
+            if tripped_code.arm(original, trip):
+                _ready[key] = (owner, attr, original, original)
+            else:
+                _ready[key] = (owner, attr, original, _wire(original, key[1], lambda trip=trip: trip(False, None)))
         except Exception:       # whatever torch's import of a module raises: the child makes its own
             continue
+    tripped_code.guard()
 
 
-def _record(key: tuple[str, str], installed: dict = _installed) -> None:
+def _record(key: tuple[str, str], lasting: bool = False, via: str | None = None, installed: dict = _installed) -> None:
     if key in installed:
-        installed[key](*key)
+        installed[key](key[0], via or key[1], lasting)
 
 
 def _wire(original: Any, dotted: str, trip: Callable[[], None]) -> Any:
