@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.catalog import select
+from grader.catalog import catalog, select
 from grader.config import load_config
-from grader.pipeline.engine import grade, limits_from
+from grader.pipeline.engine import grade, limits_from, tripwire_targets
 from grader.sandbox.runner import Sandbox
 from scenarios import replace_function
 
@@ -74,7 +74,8 @@ def config():
 
 @pytest.fixture(scope="session")
 def sandbox(config):
-    with Sandbox(limits_from(config)) as sb:
+    """As `grader batch` makes it (grader.api.sandbox): the catalog's tripwires made in its zygote."""
+    with Sandbox(limits_from(config), tripwire_targets(catalog().values())) as sb:
         yield sb
 
 
