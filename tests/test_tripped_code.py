@@ -4,6 +4,7 @@ looks like PyTorch's does not, and no function of torch's own source passes for 
 from __future__ import annotations
 
 import glob
+import inspect
 import os
 import types
 import warnings
@@ -72,7 +73,15 @@ def own_relu():
 
 def introspection():
     f = getattr(torch.nn.init, XAVIER)
-    return str(inspect.signature(f)), inspect.getsource(f).lstrip().startswith("def " + XAVIER), f.__name__
+    try:
+        source = inspect.getsource(f).lstrip().startswith("def " + XAVIER)
+    except OSError:
+        source = None
+    return str(inspect.signature(f)), source, f.__name__
+
+
+def scripted():
+    return tuple(torch.jit.script(getattr(torch.nn.init, XAVIER))(torch.empty(3, 4)).shape)
 '''
 # A copy made by the module's top level: its hit counts with every call, not only as the import's.
 COPIES_AT_IMPORT = '''import ast
@@ -150,14 +159,19 @@ def test_every_route_to_a_forbidden_python_function_trips(sandbox, workdir, func
 
 
 def test_correct_code_like_torchs_and_introspection_trip_nothing(sandbox, workdir):
-    """A module whose __init__ is nn.ReLU's very body, and a function that reads the signature and
-    source of a forbidden function without calling it: no hit, and what they read is torch's own."""
+    """A module whose __init__ is nn.ReLU's very body: no hit. A forbidden function's signature is
+    its own; its source (which TorchScript compiles from, to run it where no trampoline is) is read
+    where the exercise allows it, and is not there where the exercise forbids it."""
     _, relu = _call(sandbox, workdir, rules.RELU, "own_relu")
     assert relu.kind == "ok" and relu.value == (False, [0.0, 2.0]) and not relu.hits, relu
-    _, seen = _call(sandbox, workdir, rules.XAVIER, "introspection")
-    assert seen.kind == "ok" and not seen.hits, seen
-    import inspect
-    assert seen.value == (str(inspect.signature(torch.nn.init.xavier_uniform_)), True, "xavier_uniform_")
+    signature = str(inspect.signature(torch.nn.init.xavier_uniform_))
+    for rule, source in ((rules.RELU, True), (rules.XAVIER, None)):
+        _, seen = _call(sandbox, workdir, rule, "introspection")
+        assert seen.kind == "ok" and not seen.hits and seen.value == (signature, source, "xavier_uniform_"), seen
+    _, allowed = _call(sandbox, workdir, rules.RELU, "scripted")
+    assert allowed.kind == "ok" and allowed.value == (3, 4) and not allowed.hits, allowed
+    _, forbidden = _call(sandbox, workdir, rules.XAVIER, "scripted")
+    assert forbidden.kind == "error" and "source" in forbidden.error["message"], forbidden
 
 
 @pytest.mark.slow

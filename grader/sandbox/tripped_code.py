@@ -40,7 +40,9 @@ MIN_COPY = 100          # bytes of bytecode below which a body is too plain to p
 _COPY = "a copy of {}"  # how a copy's hit names what it copied
 
 _trampolines: set[int] = set()       # their ids (a code object holding a dict has no hash)
-_armed: dict[int, tuple[Any, list]] = {}     # id(function) -> (function, [(key, trip), ...])
+_armed: dict[int, tuple[Any, list, types.CodeType]] = {}    # id(function) -> (it, its trips, closed code)
+_closed: dict[int, list[tuple[Any, types.CodeType]]] = {}   # id(trip) -> [(function, its closed code)]
+_FORBIDDEN_HERE = "<forbidden in this exercise>"    # the closed code's file: no source
 _originals: dict[int, tuple[types.CodeType, list]] = {}      # id(original code) -> (code, its trips)
 _copies: dict[tuple, list[tuple[tuple, list, str]]] = {}     # shape -> [(fingerprint, trips, its name)]
 _guarded = False
@@ -77,15 +79,27 @@ def arm(function: Any, trip: Callable[[bool, str | None], None]) -> bool:
             return False
         if signature is not None:
             function.__signature__ = signature
-        _trampolines.add(id(tramp))
-        entry = _armed[id(function)] = (function, trips)
+        closed = tramp.replace(co_filename=_FORBIDDEN_HERE)
+        _trampolines.update((id(tramp), id(closed)))
+        entry = _armed[id(function)] = (function, trips, closed)
         _originals[id(code)] = (code, trips)
         if len(code.co_code) >= MIN_COPY and not code.co_freevars:
             name = f"{function.__module__}.{code.co_qualname}"
             _copies.setdefault(_shape(code), []).append((_fingerprint(code), trips, name))
     if trip not in entry[1]:
         entry[1].append(trip)
+        _closed.setdefault(id(trip), []).append((function, entry[2]))
     return True
+
+
+def forbid(trip: Callable[[bool, str | None], None]) -> None:
+    """In a child whose exercise forbids what `trip` records: the functions armed with it lose their
+    source. TorchScript compiles a function from its source (torch.jit.script, or a scripted function
+    that calls it) and runs it in C++, where no trampoline is; now it cannot (it says it has no
+    source), as it could not compile the wrapper a module's name led to. Where nothing forbids them,
+    inspect.getsource() and TorchScript read the original source as before."""
+    for function, closed in _closed.get(id(trip), ()):
+        function.__code__ = closed
 
 
 def guard() -> None:

@@ -91,6 +91,7 @@ def install(rules: list[dict[str, Any]], hits: Hits) -> None:
                 if ready is not None and getattr(ready[0], ready[1]) is ready[2]:
                     owner, attr, _, wrapper = ready
                     _installed[key] = hits.add
+                    tripped_code.forbid(_trips[key])
                 else:
                     owner, attr = _resolve(dotted)
                     wrapper = _wire(getattr(owner, attr), dotted, lambda key=key, add=hits.add: add(*key))
@@ -105,6 +106,7 @@ def install(rules: list[dict[str, Any]], hits: Hits) -> None:
 _ready: dict[tuple[str, str], tuple[Any, str, Any, Any]] = {}      # -> (owner, attr, original, wrapper)
 _installed: dict[tuple[str, str], Callable[..., None]] = {}     # -> the Hits.add it records with, bound
 # at install: a submission that replaces Hits.add afterwards (one assignment) changes none of them
+_trips: dict[tuple[str, str], Callable[..., None]] = {}     # -> what the functions armed for it call
 
 
 def prepare(targets: list[tuple[str, str]]) -> None:
@@ -116,7 +118,7 @@ def prepare(targets: list[tuple[str, str]]) -> None:
         try:
             owner, attr = _resolve(key[1])
             original = getattr(owner, attr)
-            trip = functools.partial(_record, key)
+            trip = _trips[key] = functools.partial(_record, key)
             init = vars(original).get("__init__") if isinstance(original, type) else None
             if init is not None:
                 tripped_code.arm(init, trip)
