@@ -98,9 +98,13 @@ PROBE = textwrap.dedent('''
         probe("func_jvp", lambda: torch.func.jvp(torch.sin, (z,), (torch.ones_like(z),))),
         probe("functional_jacobian", lambda: torch.autograd.functional.jacobian(torch.sin, z)),
     ]))
-    # The zygote's wrappers are the ones in place; one made but not installed records nothing.
-    patched = [d for d, (owner, attr, original) in originals.items() if getattr(owner, attr) is not original]
-    in_place = [key for key, (owner, attr, _, wrapper) in tripwires._ready.items() if getattr(owner, attr) is wrapper]
+    # The zygote's wrappers are the ones in place (a Python function: itself, tripped in place by the
+    # zygote); one made but not installed records nothing.
+    from grader.sandbox import tripped_code
+    patched = [d for d, (owner, attr, original) in originals.items()
+               if getattr(owner, attr) is not original or id(original) in tripped_code._armed]
+    in_place = [key for key, (owner, attr, _, wrapper) in tripwires._ready.items()
+                if key in tripwires._installed and getattr(owner, attr) is wrapper]
     report.update(dict([probe("prepared_not_installed", lambda: tripwires._ready[("torch.tanh", "torch.tanh")][3](z))
                         if PREPARED else ("prepared_not_installed", [])]))
     lines = {}
