@@ -57,6 +57,8 @@ REFUSED = [   # (script, arguments, what the message says)
     ("child_faults.py", ["--children", "0"], "argument --children: 0 is too few"),
     ("child_faults.py", ["--top", "many"], "argument --top: 'many' is not a whole number"),
     ("batch_profile.py", ["--n", "0"], "argument --n: 0 is too few"),
+    ("tripped_cost.py", ["--calls", "0"], "argument --calls: 0 is too few"),
+    ("tripped_cost.py", ["--rounds", "few"], "argument --rounds: 'few' is not a whole number"),
     ("batch_profile.py", ["--functions", "nobody"], "argument --functions: invalid choice: 'nobody'"),
 ]
 
