@@ -106,6 +106,17 @@ COPIED = _recompiled(torch.nn.init, "xavier_" + "uniform_")
 def copied_at_import():
     return tuple(COPIED(torch.empty(3, 4)).shape)
 '''
+# A notebook's last cell that checks the answer against PyTorch's own function: said, not charged.
+CHECKED_AT_IMPORT = '''import torch
+
+
+def glorot(fan_in, fan_out):
+    bound = (6 / (fan_in + fan_out)) ** 0.5
+    return (torch.rand(fan_in, fan_out) * 2 - 1) * bound
+
+
+CHECK = torch.nn.init.xavier_uniform_(torch.empty(3, 4)).abs().max() <= glorot(3, 4).abs().max() + 1
+'''
 ROUTES = {          # function -> (rule, its value, the hits' vias)
     "alias": (rules.XAVIER, (3, 4), {"torch.nn.init.xavier_uniform_"}),
     "closure": (rules.XAVIER, (3, 4), {"torch.nn.init.xavier_uniform_"}),
@@ -126,17 +137,17 @@ def sandbox():
 @pytest.fixture(scope="module")
 def workdir():
     folder = make_workdir()
-    copy_submission({"m": STUDENT, "copies": COPIES_AT_IMPORT}, folder)
+    copy_submission({"m": STUDENT, "copies": COPIES_AT_IMPORT, "checked": CHECKED_AT_IMPORT}, folder)
     yield folder
     remove_workdir(folder)
 
 
-def _call(sandbox: Sandbox, workdir: str, rule, function: str):
-    module = "copies" if function == "copied_at_import" else "m"
+def _call(sandbox: Sandbox, workdir: str, rule, function: str, module: str = "m"):
+    module = "copies" if function == "copied_at_import" else module
     session = sandbox.open(workdir, module, forbidden=[asdict(rule)], import_timeout=60)
     try:
         assert session.ready.kind == "ok", session.ready
-        return session.ready, session.call(function, (), {}, timeout=60)
+        return session.ready, session.call(function, (3, 4) if module == "checked" else (), {}, timeout=60)
     finally:
         session.close()
 
@@ -161,7 +172,8 @@ def test_every_route_to_a_forbidden_python_function_trips(sandbox, workdir, func
 
 
 def test_correct_code_like_torchs_and_introspection_trip_nothing(sandbox, workdir):
-    """A module whose __init__ is nn.ReLU's very body: no hit. A forbidden function's signature is
+    """A module whose __init__ is nn.ReLU's very body: no hit. A forbidden function called by the
+    module's top level (a notebook's check of its answer) is said, not charged. Its signature is
     its own; its source (which TorchScript compiles from, to run it where no trampoline is) is read
     where the exercise allows it, and is not there where the exercise forbids it."""
     _, relu = _call(sandbox, workdir, rules.RELU, "own_relu")
@@ -170,6 +182,8 @@ def test_correct_code_like_torchs_and_introspection_trip_nothing(sandbox, workdi
     for rule, source in ((rules.RELU, True), (rules.XAVIER, None)):
         _, seen = _call(sandbox, workdir, rule, "introspection")
         assert seen.kind == "ok" and not seen.hits and seen.value == (signature, source, "xavier_uniform_"), seen
+    ready, checked = _call(sandbox, workdir, rules.XAVIER, "glorot", module="checked")
+    assert [h["via"] for h in ready.hits] == ["torch.nn.init.xavier_uniform_"] and not checked.hits, (ready, checked)
     _, allowed = _call(sandbox, workdir, rules.RELU, "scripted")
     assert allowed.kind == "ok" and allowed.value == (3, 4) and not allowed.hits, allowed
     _, forbidden = _call(sandbox, workdir, rules.XAVIER, "scripted")

@@ -40,7 +40,8 @@ MIN_COPY = 100          # bytes of bytecode below which a body is too plain to p
 _COPY = "a copy of {}"  # how a copy's hit names what it copied
 
 _trampolines: set[int] = set()       # their ids (a code object holding a dict has no hash)
-_armed: dict[int, tuple[Any, list, types.CodeType]] = {}    # id(function) -> (it, its trips, closed code)
+# id(function) -> (it, what its calls call, its closed code, the trips it was armed with)
+_armed: dict[int, tuple[Any, list, types.CodeType, list]] = {}
 _closed: dict[int, list[tuple[Any, types.CodeType]]] = {}   # id(trip) -> [(function, its closed code)]
 _FORBIDDEN_HERE = "<forbidden in this exercise>"    # the closed code's file: no source
 _originals: dict[int, tuple[types.CodeType, list]] = {}      # id(original code) -> (code, its trips)
@@ -48,22 +49,16 @@ _copies: dict[tuple, list[tuple[tuple, list, str]]] = {}     # shape -> [(finger
 _guarded = False
 
 
-def arm(function: Any, trip: Callable[[bool, str | None], None]) -> bool:
+def arm(function: Any, trip: Callable[[bool, str | None], None], name: str | None = None) -> bool:
     """Trip `function` (a plain Python function) in place: each call, and each copy of its code made
-    from now on, calls `trip(lasting, via)` (lasting: a copy's hit, which counts even at import).
-    A function already armed gains this trip too. So do the functions its closure holds: a
-    decorator's wrapper holds the original it wraps (`clip_grad_norm_`'s `_no_grad`, torch.optim's
-    dynamo guard), boolean_dispatch the two functions it chooses between (`max_pool2d`), each the
-    same computation. False if it cannot be armed (not a plain Python function)."""
+    from now on, calls `trip(lasting, via)` (lasting: a copy's hit, which counts even at import; via:
+    what the hit names, None for the target `trip` stands for). A function already armed gains this
+    trip too. So do the functions its closure holds, each under its own `name`: a decorator's wrapper
+    holds the original it wraps (`clip_grad_norm_`'s `_no_grad`, torch.optim's dynamo guard, the
+    deprecated `xavier_uniform`), boolean_dispatch the two functions it chooses between
+    (`max_pool2d`), each the same computation. False if it cannot be armed (not a plain function)."""
     if not isinstance(function, types.FunctionType):
         return False
-    for cell in function.__closure__ or ():
-        try:
-            held = cell.cell_contents
-        except ValueError:      # an empty cell
-            continue
-        if held is not function and trip not in _armed.get(id(held), (None, ()))[1]:
-            arm(held, trip)
     entry = _armed.get(id(function))
     if entry is None:
         code = function.__code__
@@ -81,15 +76,27 @@ def arm(function: Any, trip: Callable[[bool, str | None], None]) -> bool:
             function.__signature__ = signature
         closed = tramp.replace(co_filename=_FORBIDDEN_HERE)
         _trampolines.update((id(tramp), id(closed)))
-        entry = _armed[id(function)] = (function, trips, closed)
+        entry = _armed[id(function)] = (function, trips, closed, [])
         _originals[id(code)] = (code, trips)
         if len(code.co_code) >= MIN_COPY and not code.co_freevars:
-            name = f"{function.__module__}.{code.co_qualname}"
-            _copies.setdefault(_shape(code), []).append((_fingerprint(code), trips, name))
-    if trip not in entry[1]:
-        entry[1].append(trip)
-        _closed.setdefault(id(trip), []).append((function, entry[2]))
+            _copies.setdefault(_shape(code), []).append((_fingerprint(code), trips, _name(function)))
+    if trip in entry[3]:
+        return True
+    entry[3].append(trip)
+    entry[1].append(trip if name is None else lambda lasting, via: trip(lasting, via or name))
+    _closed.setdefault(id(trip), []).append((function, entry[2]))
+    for cell in function.__closure__ or ():
+        try:
+            held = cell.cell_contents
+        except ValueError:      # an empty cell
+            continue
+        if isinstance(held, types.FunctionType):
+            arm(held, trip, _name(held))
     return True
+
+
+def _name(function: types.FunctionType) -> str:
+    return f"{function.__module__}.{function.__qualname__}"
 
 
 def forbid(trip: Callable[[bool, str | None], None]) -> None:
