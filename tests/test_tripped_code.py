@@ -82,6 +82,14 @@ def introspection():
     return str(inspect.signature(f)), source, f.__name__
 
 
+def warned():
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        F.softmax(torch.ones(3))        # no dim: torch warns, naming the caller's line
+    return [(w.filename.rsplit("/", 1)[-1], w.lineno) for w in caught]
+
+
 def scripted():
     return tuple(torch.jit.script(getattr(torch.nn.init, XAVIER))(torch.empty(3, 4)).shape)
 '''
@@ -173,7 +181,8 @@ def test_every_route_to_a_forbidden_python_function_trips(sandbox, workdir, func
 
 def test_correct_code_like_torchs_and_introspection_trip_nothing(sandbox, workdir):
     """A module whose __init__ is nn.ReLU's very body: no hit. A forbidden function called by the
-    module's top level (a notebook's check of its answer) is said, not charged. Its signature is
+    module's top level (a notebook's check of its answer) is said, not charged. A warning torch raises
+    inside a tripped function names the student's line, not the trampoline's. Its signature is
     its own; its source (which TorchScript compiles from, to run it where no trampoline is) is read
     where the exercise allows it, and is not there where the exercise forbids it."""
     _, relu = _call(sandbox, workdir, rules.RELU, "own_relu")
@@ -184,6 +193,9 @@ def test_correct_code_like_torchs_and_introspection_trip_nothing(sandbox, workdi
         assert seen.kind == "ok" and not seen.hits and seen.value == (signature, source, "xavier_uniform_"), seen
     ready, checked = _call(sandbox, workdir, rules.XAVIER, "glorot", module="checked")
     assert [h["via"] for h in ready.hits] == ["torch.nn.init.xavier_uniform_"] and not checked.hits, (ready, checked)
+    _, warned = _call(sandbox, workdir, rules.RELU, "warned")
+    line = next(i for i, text in enumerate(STUDENT.splitlines(), 1) if "F.softmax(torch.ones(3))" in text)
+    assert warned.kind == "ok" and warned.value == [("m.py", line)], warned
     _, allowed = _call(sandbox, workdir, rules.RELU, "scripted")
     assert allowed.kind == "ok" and allowed.value == (3, 4) and not allowed.hits, allowed
     _, forbidden = _call(sandbox, workdir, rules.XAVIER, "scripted")

@@ -13,7 +13,8 @@ So the zygote trips each forbidden Python function in place (`arm`), and the `__
 forbidden class: its `__code__` becomes a trampoline that records the hit, then runs the original
 code in a function made for that one call. Every reference to the function, however it was reached,
 is the tripped one. The original code is reachable only through the trampoline's constants (read
-through `__code__`), and no function object of it outlives a call.
+through `__code__`), and no function object of it outlives a call. A warning raised inside still
+names the caller's line, and inspect.getsource() still finds the source (`_SKIPPED`, `_twin`).
 
 An audit hook (sys.addaudithook: Python code cannot remove one) watches the two ways code becomes a
 function or runs: `function.__new__` (types.FunctionType) and `exec` (exec, eval, and every module the
@@ -40,10 +41,15 @@ MIN_COPY = 100          # bytes of bytecode below which a body is too plain to p
 _COPY = "a copy of {}"  # how a copy's hit names what it copied
 
 _trampolines: set[int] = set()       # their ids (a code object holding a dict has no hash)
-# id(function) -> (it, what its calls call, its closed code, the trips it was armed with)
-_armed: dict[int, tuple[Any, list, types.CodeType, list]] = {}
-_closed: dict[int, list[tuple[Any, types.CodeType]]] = {}   # id(trip) -> [(function, its closed code)]
+# id(function) -> (it, what its calls call, its closed code, the trips it was armed with, its twin)
+_armed: dict[int, tuple[Any, list, types.CodeType, list, Any]] = {}
+_closed: dict[int, list[tuple[Any, types.CodeType]]] = {}   # id(trip) -> [(a twin, its closed code)]
 _FORBIDDEN_HERE = "<forbidden in this exercise>"    # the closed code's file: no source
+# The tripped function's own file name. Python's warnings attribute a warning `stacklevel` frames up,
+# skipping frames of a file whose name holds "importlib" and "_bootstrap" (the import system's): a
+# warning from inside the function (F.softmax without dim) then names the student's line, not the
+# trampoline's.
+_SKIPPED = "<a tripwire: skipped as importlib._bootstrap's frames are>"
 _originals: dict[int, tuple[types.CodeType, list]] = {}      # id(original code) -> (code, its trips)
 _copies: dict[tuple, list[tuple[tuple, list, str]]] = {}     # shape -> [(fingerprint, trips, its name)]
 _guarded = False
@@ -68,15 +74,17 @@ def arm(function: Any, trip: Callable[[bool, str | None], None], name: str | Non
             signature = None
         trips: list = []
         tramp = _trampoline(code, function, trips)
+        hidden = tramp.replace(co_filename=_SKIPPED)
         try:
-            function.__code__ = tramp
+            function.__code__ = hidden
         except (TypeError, ValueError):
             return False
         if signature is not None:
             function.__signature__ = signature
+        twin = _twin(function, tramp) if "__wrapped__" not in vars(function) else None
         closed = tramp.replace(co_filename=_FORBIDDEN_HERE)
-        _trampolines.update((id(tramp), id(closed)))
-        entry = _armed[id(function)] = (function, trips, closed, [])
+        _trampolines.update((id(tramp), id(hidden), id(closed)))
+        entry = _armed[id(function)] = (function, trips, closed, [], twin)
         _originals[id(code)] = (code, trips)
         if len(code.co_code) >= MIN_COPY and not code.co_freevars:
             _copies.setdefault(_shape(code), []).append((_fingerprint(code), trips, _name(function)))
@@ -84,7 +92,8 @@ def arm(function: Any, trip: Callable[[bool, str | None], None], name: str | Non
         return True
     entry[3].append(trip)
     entry[1].append(trip if name is None else lambda lasting, via: trip(lasting, via or name))
-    _closed.setdefault(id(trip), []).append((function, entry[2]))
+    if entry[4] is not None:
+        _closed.setdefault(id(trip), []).append((entry[4], entry[2]))
     for cell in function.__closure__ or ():
         try:
             held = cell.cell_contents
@@ -93,6 +102,19 @@ def arm(function: Any, trip: Callable[[bool, str | None], None], name: str | Non
         if isinstance(held, types.FunctionType):
             arm(held, trip, _name(held))
     return True
+
+
+def _twin(function: types.FunctionType, tramp: types.CodeType) -> types.FunctionType:
+    """The tripped function's `__wrapped__`: the same trampoline, under the original's file and first
+    line, where inspect.getsource() and TorchScript (which unwrap) find the original source, while the
+    function's own code is under a file name warnings skip (_SKIPPED). Calling it trips the same."""
+    twin = types.FunctionType(tramp, function.__globals__, function.__name__, function.__defaults__,
+                              function.__closure__)
+    twin.__kwdefaults__ = function.__kwdefaults__
+    twin.__qualname__, twin.__module__, twin.__doc__ = function.__qualname__, function.__module__, function.__doc__
+    twin.__annotations__ = function.__annotations__
+    function.__wrapped__ = twin
+    return twin
 
 
 def _name(function: types.FunctionType) -> str:
@@ -104,9 +126,9 @@ def forbid(trip: Callable[[bool, str | None], None]) -> None:
     source. TorchScript compiles a function from its source (torch.jit.script, or a scripted function
     that calls it) and runs it in C++, where no trampoline is; now it cannot (it says it has no
     source), as it could not compile the wrapper a module's name led to. Where nothing forbids them,
-    inspect.getsource() and TorchScript read the original source as before."""
-    for function, closed in _closed.get(id(trip), ()):
-        function.__code__ = closed
+    inspect.getsource() and TorchScript read the original source as before (through `_twin`)."""
+    for twin, closed in _closed.get(id(trip), ()):
+        twin.__code__ = closed
 
 
 def guard() -> None:
@@ -198,7 +220,7 @@ def _trampoline(code: types.CodeType, function: types.FunctionType, trips: list)
               "NAME": function.__name__, "DEFAULTS": function.__defaults__, "CLOSURE": function.__closure__,
               "KWDEFAULTS": function.__kwdefaults__}
     consts = tuple(filled[c] if isinstance(c, str) and c in filled else c for c in template.co_consts)
-    # Its file, name and first line are the original's: inspect.getsource() and tracebacks find the
-    # function's own source.
+    # Its file, name and first line are the original's, for the twin (_twin): inspect.getsource() finds
+    # the function's own source there. The function's own copy is under another file name (_SKIPPED).
     return template.replace(co_consts=consts, co_filename=code.co_filename, co_name=code.co_name,
                             co_qualname=code.co_qualname, co_firstlineno=code.co_firstlineno)
