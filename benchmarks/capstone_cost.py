@@ -44,11 +44,14 @@ def _models(tree: str, spec):
     wanted = [n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef)
               and n.name in ("_model", "transformer_forward__no_pe")]
     exec(compile(ast.Module(body=wanted, type_ignores=[]), "mistakes/transformer.py", "exec"), no_pe.__dict__)
-    from grader.sandbox.child import _recorded      # each substitute wrapped as the child wraps it
+    try:                # each substitute wrapped as the child wraps it
+        from grader.sandbox.substitutes import recorded
+    except ImportError:     # a checkout from before 2026-12-07, where the child held it
+        from grader.sandbox.child import _recorded as recorded
     for module in (solution, no_pe):
         for name, ref in spec.depends.items():
             mod, _, attr = ref.partition(":")
-            setattr(module, name, _recorded(name, getattr(importlib.import_module(mod), attr), set()))
+            setattr(module, name, recorded(name, getattr(importlib.import_module(mod), attr), set()))
     return solution.transformer_forward, no_pe.transformer_forward__no_pe
 
 

@@ -155,7 +155,7 @@ def test_a_call_beyond_the_contract_is_the_students_own_functions():
     logits alone, and the student's unpacking failed: 0 / 3). Such a call, and one the substitute raises
     on (conv1d through the student's conv2d with (H, W) pairs), goes to the student's own function; a
     call within the contract gets the substitute, and only that is recorded."""
-    from grader.sandbox.child import _recorded
+    from grader.sandbox.substitutes import recorded
     from grader.sandbox.trusted.positional_encoding import positional_encoding
     mine = []
 
@@ -163,7 +163,7 @@ def test_a_call_beyond_the_contract_is_the_students_own_functions():
         mine.append(dtype)
         return positional_encoding(T, d_model).to(dtype)
     called: set[str] = set()
-    substitute = _recorded("positional_encoding", positional_encoding, called, own)
+    substitute = recorded("positional_encoding", positional_encoding, called, own)
     assert substitute(4, 8, dtype=torch.float64).dtype == torch.float64 and mine == [torch.float64]
     assert not called
     with pytest.raises(TypeError):          # the substitute raised, then the student's own on the same call
@@ -171,5 +171,5 @@ def test_a_call_beyond_the_contract_is_the_students_own_functions():
     assert mine == [torch.float64, torch.float32] and not called
     assert torch.equal(substitute(T=4, d_model=8), positional_encoding(4, 8)) and called == {"positional_encoding"}
     assert len(mine) == 2
-    alone = _recorded("positional_encoding", positional_encoding, set())      # no function of the student's
+    alone = recorded("positional_encoding", positional_encoding, set())      # no function of the student's
     assert torch.equal(alone(4, 8, dtype=torch.float64), positional_encoding(4, 8))

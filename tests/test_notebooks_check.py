@@ -14,6 +14,7 @@ import torch.nn.functional as F
 
 from conftest import SOLUTIONS, mistake_source
 from grader.notebook import ExerciseFailed, NotebookResult, check
+from scenarios import SUBMISSIONS
 
 
 def _define(source: str, name: str, namespace: dict | None = None):
@@ -103,6 +104,32 @@ def test_dependencies_use_the_trusted_substitute_then_come_back(config):
     assert result.passed, str(result)
     assert namespace["scaled_dot_product_attention"] is buggy_sdpa
     assert any("in place of yours" in n for n in result.exercise.notes)
+
+
+def _cells(*sources) -> dict:
+    """A notebook's globals after running these cells, in order."""
+    namespace: dict = {}
+    for source in sources:
+        exec(compile(source.read_text(), str(source), "exec"), namespace)
+    return namespace
+
+
+def test_dependencies_answer_as_in_the_sandbox(config):
+    """The substitutes are wrapped as the sandbox's child wraps them (grader.sandbox.substitutes): a call
+    beyond the contract goes to the notebook's own function, a namedtuple's fields read by name, and the
+    note says whether the substitute was used at all."""
+    beyond = _cells(SOLUTIONS / "mlp.py", SUBMISSIONS / "calls_beyond_the_contract" / "mlp.py")
+    result = check("mlp.mlp_backward", beyond["mlp_backward"], config=config)
+    assert result.passed and result.points == result.max_points, str(result)
+
+    named = _cells(SUBMISSIONS / "named_tuple_returns" / "lstm.py")
+    result = check("lstm.lstm_forward", named["lstm_forward"], config=config)
+    assert result.passed and result.points == result.max_points, str(result)
+    assert any("reference lstm_cell in place of yours" in n for n in result.exercise.notes)
+
+    inlined = _cells(SUBMISSIONS / "recurrent_cells_inlined" / "lstm.py")
+    result = check("lstm.lstm_forward", inlined["lstm_forward"], config=config)
+    assert result.passed and "graded on its own code" in " ".join(result.exercise.notes), result.exercise.notes
 
 
 def test_in_place_edits_exceptions_and_prints_are_reported(config, capsys):

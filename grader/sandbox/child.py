@@ -5,7 +5,6 @@ is data in the wire format; nothing it says decides a grade by itself.
 """
 from __future__ import annotations
 
-import functools
 import importlib
 import importlib.abc
 import inspect
@@ -21,8 +20,8 @@ import torch
 
 from grader import threads
 from grader.sandbox import tripwires, wire
+from grader.sandbox.substitutes import recorded
 from grader.sandbox.confine import confine
-from grader.sandbox.trusted.unwatched import unwatched
 
 
 def _student_traceback(exc: BaseException, workdir: str) -> str:
@@ -89,46 +88,6 @@ class _SealedGrader(importlib.abc.MetaPathFinder):
         return None
 
 
-def _recorded(name: str, fn: Any, called: set[str], own: Any = None) -> Any:
-    """`fn` (a substitute) in place of the student's function `own`, noting its name in `called` each
-    time it answers a call of the student's code: each reply says which substitutes the call used, for
-    the parent's note (data: it decides no grade). It runs outside the operator watch, as the grader's
-    own code (grader.sandbox.trusted.unwatched). A call it cannot answer as the contract's function,
-    one passing a keyword it does not take (CURRICULUM.md allows extra keyword arguments with
-    defaults: mlp_forward(X, params, return_cache=True)) or one it raises on (conv2d given (H, W)
-    pairs for stride), is the student's own function's, watched as their code is; without one, an
-    unknown keyword is left out."""
-    accepted = _keywords(fn)
-
-    @functools.wraps(fn)
-    def substitute(*args: Any, **kwargs: Any) -> Any:
-        if accepted is not None and not kwargs.keys() <= accepted:
-            if callable(own):
-                return own(*args, **kwargs)
-            kwargs = {k: v for k, v in kwargs.items() if k in accepted}
-        try:
-            with unwatched():
-                value = fn(*args, **kwargs)
-        except Exception:
-            if not callable(own):
-                raise
-            return own(*args, **kwargs)
-        called.add(name)
-        return value
-    return substitute
-
-
-def _keywords(fn: Any) -> frozenset[str] | None:
-    """The keyword arguments `fn` takes (None: any, it has **kwargs, or its signature is unknown)."""
-    try:
-        params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return None
-    if any(p.kind is p.VAR_KEYWORD for p in params):
-        return None
-    return frozenset(p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
-
-
 def _staged(staged: dict[str, Any] | None) -> dict[str, bytes] | None:
     """The files the parent staged for this child (grader.sandbox.provision.Staged), by their names in
     its working folder, read before it is confined; None: the folder holds them already."""
@@ -173,7 +132,7 @@ def serve(sock: socket.socket, setup: dict[str, Any]) -> None:
     at_import, hits.items = [h for h in hits.items if h not in hits.lasting], list(hits.lasting)
     called: set[str] = set()
     for name, fn in substitutes.items():
-        setattr(module, name, _recorded(name, fn, called, getattr(module, name, None)))
+        setattr(module, name, recorded(name, fn, called, getattr(module, name, None)))
     wire.send(sock, {"ready": True, "notes": notes, "hits": at_import,
                      "functions": sorted(n for n in dir(module) if callable(getattr(module, n, None)))})
     while True:

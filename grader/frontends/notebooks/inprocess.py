@@ -9,7 +9,9 @@ student code in the notebook's kernel); the protected path is `grader check`/`gr
 the .ipynb file. What it keeps:
 - arguments and return values go through the wire format (grader.sandbox.wire), so the
   function gets fresh tensors and the judge sees plain ones, as in the sandbox;
-- dependencies are replaced by the trusted substitutes during each call, then put back;
+- dependencies are replaced by the trusted substitutes during each call, then put back; each
+  wrapped as the sandbox's child wraps it (grader.sandbox.substitutes), and each reply says
+  which ones the call used;
 - forbidden APIs are tripwired during each call, then put back;
 - a call is stopped after the time limit (SIGALRM, in the main thread only);
 - torch runs with the sandbox's thread count, the global RNG seeded with 0 (both put back after);
@@ -34,6 +36,7 @@ from grader import threads
 from grader.sandbox import tripwires, wire
 from grader.sandbox.child import _snapshot, modified_inputs      # the sandbox's own in-place-edit check
 from grader.sandbox.runner import Limits, Outcome
+from grader.sandbox.substitutes import recorded
 
 _GRADER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _LIBRARY_DIRS = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "purelib", "platlib")})
@@ -95,7 +98,7 @@ class InProcessSession:
             return Outcome("protocol", detail=str(e))
         before = [_snapshot(a) for a in args], {k: _snapshot(v) for k, v in kwargs.items()}
         hits = tripwires.Hits()
-        self._view = None
+        self._view, self._called = None, set()
         start = time.perf_counter()
         try:
             with self._guarded(hits, timeout):
@@ -109,7 +112,8 @@ class InProcessSession:
         except KeyboardInterrupt:
             raise                            # the person at the notebook pressed stop
         except BaseException as exc:         # SystemExit too: a student error, as in the sandbox
-            return Outcome("error", error=_error(exc), hits=hits.items, seconds=time.perf_counter() - start)
+            return Outcome("error", error=_error(exc), hits=hits.items, seconds=time.perf_counter() - start,
+                           called=sorted(self._called))
         seconds = time.perf_counter() - start
         modified = modified_inputs(fn, before, args, kwargs)
         try:
@@ -117,7 +121,8 @@ class InProcessSession:
         except wire.WireError as e:
             return Outcome("error", error={"type": "UnsendableResult", "message": str(e), "traceback": ""},
                            hits=hits.items, seconds=seconds)
-        return Outcome("ok", value=value, hits=hits.items, modified=modified, seconds=seconds)
+        return Outcome("ok", value=value, hits=hits.items, modified=modified, seconds=seconds,
+                       called=sorted(self._called))
 
     def _module(self) -> "_ModuleView":
         """What a spec's driver sees as the student's module: the notebook's globals, so a driver that
@@ -130,7 +135,8 @@ class InProcessSession:
         """Substitutes, tripwires, output capture and the time limit around one call; all undone after."""
         glob = self.glob
         saved_globals = {n: glob.get(n, _ABSENT) for n in self.substitutes}
-        glob.update(self.substitutes)
+        glob.update({n: recorded(n, fn, self._called, None if saved_globals[n] is _ABSENT else saved_globals[n])
+                     for n, fn in self.substitutes.items()})       # wrapped as the sandbox's child wraps them
         saved = _originals(self.rules)
         tripwires.install(self.rules, hits)
         watch = tripwires.AtenWatch(self.rules, hits) if any(r.get("aten") for r in self.rules) else None
