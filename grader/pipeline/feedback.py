@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import torch
 
+from grader.catalog import catalog
 from grader.catalog.spec import Case
 from grader.results import Comparison, FailureKind
 
@@ -212,3 +213,29 @@ def error_message(error: dict[str, str], memory_mb: int, called: str = "") -> st
     tb = error.get("traceback", "")
     text = (f"{kind}: {shorten(msg)}" if msg else kind) + _signature_said(error, called)
     return f"{text}\n{tb}" if tb else text
+
+
+
+
+def absent_note(module: str, absent: tuple[str, ...]) -> str:
+    """The note for a module graded with stand-ins for modules it imports that are nowhere to be
+    found (grader.sandbox.absent_modules); "" when there were none. A course module is named as
+    one, to be handed in with this one."""
+    if not absent:
+        return ""
+    roots = list(dict.fromkeys(name.split(".")[0] for name in absent))     # torchvision, not .transforms too
+    course = {spec.module for spec in catalog().values()}
+    ours, theirs = [r for r in roots if r in course], [r for r in roots if r not in course]
+    said = []
+    if ours:
+        one = len(ours) == 1
+        said.append(f"Your code imports {names_and_more(ours)}, {'a module' if one else 'modules'} of the course "
+                    f"that your submission does not include: hand in {names_and_more([f'{m}.py' for m in ours])} "
+                    f"with {module}.py.")
+    if theirs:
+        said.append(f"Your code imports {names_and_more(theirs)}, which {'is' if len(theirs) == 1 else 'are'} "
+                    "not installed where the grader runs.")
+    it, its = ("it", "its") if len(roots) == 1 else ("them", "their")
+    return " ".join(said) + (f" {module}.py was graded with an empty stand-in in {its} place: your functions that "
+                             f"do not use {it} are graded as written; one that does fails where it uses {it}, unless "
+                             "the grader's reference stands in for what it uses.")

@@ -10,9 +10,9 @@ case and hands each reply to grader.pipeline.judge. Rules it keeps:
   every remaining case carries that import failure, said as what it is;
 - hidden cases run in a child of their own, whose prints are withheld, and their records are
   redacted (grader.pipeline.redact);
-- forbidden calls the tripwires saw, the sandbox's own notes, the substitutes the student's code
-  called (as the child says: only a note depends on it), and the children's captured output are
-  kept for the exercise's result.
+- forbidden calls the tripwires saw, the sandbox's own notes, the modules stood in for and the
+  substitutes the student's code called (as the child says: only notes depend on them), and the
+  children's captured output are kept for the exercise's result.
 """
 from __future__ import annotations
 
@@ -109,9 +109,9 @@ class CaseRunner:
 
     def _adopt(self, ready: Outcome) -> Outcome:
         """What the open child's readiness tells the exercise: forbidden calls at import (a note: no call
-        of the function made them), the sandbox's notes, whether the function is there."""
-        self._first_call = True
-        for note in (forbidden.at_import_note(self.spec, ready.hits),
+        of the function made them), modules stood in for, the sandbox's notes, whether the function is there."""
+        self._first_call, module = True, self.spec.module
+        for note in (forbidden.at_import_note(self.spec, ready.hits), feedback.absent_note(module, ready.absent),
                      f"Sandbox on this machine: {ready.detail} (the other limits apply)." if ready.detail else ""):
             if note and note not in self._notes:
                 self._notes.append(note)

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from grader import threads
-from grader.sandbox import tripwires, wire
+from grader.sandbox import absent_modules, tripwires, wire
 from grader.sandbox.substitutes import recorded
 from grader.sandbox.confine import confine
 
@@ -121,7 +121,7 @@ def serve(sock: socket.socket, setup: dict[str, Any]) -> None:
     rules = setup.get("forbidden", [])
     tripwires.install(rules, hits)   # for the life of this process: nothing to restore
     try:
-        module = importlib.import_module(setup["module"])
+        module, absent = absent_modules.imported(setup["module"])
     except BaseException as exc:  # SystemExit and KeyboardInterrupt at import are student errors too
         sys.stdout.flush()
         wire.send(sock, {"ready": False, "error": _error(exc, workdir), "hits": hits.items, "notes": notes})
@@ -133,7 +133,7 @@ def serve(sock: socket.socket, setup: dict[str, Any]) -> None:
     called: set[str] = set()
     for name, fn in substitutes.items():
         setattr(module, name, recorded(name, fn, called, getattr(module, name, None)))
-    wire.send(sock, {"ready": True, "notes": notes, "hits": at_import,
+    wire.send(sock, {"ready": True, "notes": notes, "hits": at_import, "absent": absent,
                      "functions": sorted(n for n in dir(module) if callable(getattr(module, n, None)))})
     while True:
         try:

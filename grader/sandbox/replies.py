@@ -5,14 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from grader.sandbox import wire
+from grader.sandbox import absent_modules, wire
 
 
 @dataclass
 class Outcome:
     """What one call produced, seen from the parent. `kind` is one of:
     ok, error, missing, timeout, crashed, protocol. `called`: the substitutes the call used, as
-    the child says (None when it said nothing: no reply, or a session that does not report)."""
+    the child says (None when it said nothing: no reply, or a session that does not report).
+    `absent`: of a child's readiness, the modules its import stood in for (grader.sandbox.absent_modules)."""
 
     kind: str
     value: Any = None
@@ -22,6 +23,7 @@ class Outcome:
     seconds: float = 0.0
     detail: str = ""
     called: list[str] | None = None
+    absent: tuple[str, ...] = ()
 
 
 
@@ -44,8 +46,11 @@ def outcome(reply: Any) -> Outcome:
         raise wire.WireError("malformed reply: seconds or error")
     called = listed("substitutes_called", str) if "substitutes_called" in reply else None
     if reply.get("ready") is True:
+        absent = listed("absent", str)
+        if len(absent) > absent_modules.MOST or not all(absent_modules.NAME.match(n) for n in absent):
+            raise wire.WireError("malformed reply: absent")
         return Outcome("ok", value=listed("functions", str), hits=hits, seconds=float(seconds),
-                       detail="; ".join(listed("notes", str)), called=called)
+                       detail="; ".join(listed("notes", str)), called=called, absent=tuple(absent))
     if reply.get("ok") is True:
         return Outcome("ok", value=reply.get("value"), hits=hits, modified=listed("modified", str),
                        seconds=float(seconds), called=called)
