@@ -72,10 +72,28 @@ def test_a_field_read_gives_the_substitutes_values_in_the_students_type():
         _ = value.third
 
 
+def test_a_key_read_gives_the_substitutes_values_by_the_keys_of_the_students_dict():
+    """A dict breaks the contract (lstm_cell returns the tuple (h_t, c_t)): that is charged once, in the
+    function's own exercise; the function that reads it by key is graded on its own code."""
+    calls: list = []
+
+    def own(a, b):
+        calls.append((a, b))
+        return {"first": a, "second": b}
+    value = recorded("pair", lambda a, b: (a * 10, b * 10), set(), own)(1, 2)
+    assert value[0] == 10 and value[-1] == 20 and value[:1] == (10,) and calls == []
+    assert (value["first"], value["second"]) == (10, 20) and calls == [(1, 2)]
+    with pytest.raises(KeyError):
+        _ = value["third"]
+
+
 def test_a_students_function_that_returns_a_plain_tuple_or_fails_leaves_a_plain_tuple():
     for own in (lambda a, b: (a, b), lambda a, b: 1 / 0, lambda a, b: [a, b]):
         value = recorded("pair", lambda a, b: (a, b), set(), own)(1, 2)
         with pytest.raises(AttributeError, match="'tuple' object has no attribute 'first'"):
             _ = value.first
+    for own in (lambda a, b: (a, b), lambda a, b: Pair(a, b)):
+        with pytest.raises(TypeError, match="tuple indices must be integers or slices, not str"):
+            _ = recorded("pair", lambda a, b: (a, b), set(), own)(1, 2)["first"]
     assert type(recorded("pair", lambda a, b: (a, b), set())(1, 2)) is tuple     # no function of theirs
     assert type(recorded("one", lambda a: [a], set(), _own([]))(1)) is list        # only tuples are answered

@@ -8,9 +8,10 @@ the student's code asks more of the answer than the contract promises, their own
   function's (CURRICULUM.md allows extra keyword arguments with defaults: mlp_forward(X, params,
   return_cache=True); conv2d given (H, W) pairs for stride);
 - a tuple the substitute returns reads as their own function's value would where a plain tuple has
-  no such attribute: their lstm_cell may return a namedtuple that their lstm_forward reads as
-  `state.h`. The first such read calls their own function once, with that call's arguments, to
-  learn its type; code that reads the tuple a plain tuple's way never calls it.
+  no such attribute or key: their lstm_cell may return a namedtuple that their lstm_forward reads
+  as `state.h` (or a dict it reads as `state["h"]`: that breaks lstm_cell's contract, charged there
+  once). The first such read calls their own function once, with that call's arguments, to learn
+  its shape; code that reads the tuple a plain tuple's way never calls it.
 
 Used by the sandboxed child (grader.sandbox.child) and by the notebook's in-process session alike.
 """
@@ -30,7 +31,7 @@ def recorded(name: str, fn: Any, called: set[str], own: Any = None) -> Callable[
     own code (grader.sandbox.trusted.unwatched). A call it cannot answer as the contract's function is
     the student's own function's, watched as their code is; without one, an unknown keyword is left out."""
     accepted = _keywords(fn)
-    kind = _OwnKind(own) if callable(own) else None
+    shape = _OwnShape(own) if callable(own) else None
 
     @functools.wraps(fn)
     def substitute(*args: Any, **kwargs: Any) -> Any:
@@ -46,8 +47,8 @@ def recorded(name: str, fn: Any, called: set[str], own: Any = None) -> Callable[
                 raise
             return own(*args, **kwargs)
         called.add(name)
-        if kind is not None and type(value) is tuple:
-            return _Answer(value, functools.partial(kind.learn, args, kwargs))
+        if shape is not None and type(value) is tuple:
+            return _Answer(value, functools.partial(shape.learn, args, kwargs))
         return value
     return substitute
 
@@ -63,14 +64,16 @@ def _keywords(fn: Any) -> frozenset[str] | None:
     return frozenset(p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
 
 
-class _OwnKind:
-    """The tuple type the student's own function returns (a namedtuple, a tuple subclass with
-    properties), learned from one call of it the first time an answer is asked for an attribute."""
+class _OwnShape:
+    """How the student's own function shapes the same values (a namedtuple, a tuple subclass with
+    properties, a dict by position), learned from one call of it the first time an answer is asked
+    for what a plain tuple lacks."""
 
     def __init__(self, own: Callable[..., Any]) -> None:
-        self.own, self.kind, self.asked = own, None, False
+        self.own, self.asked = own, False
+        self.shape: Callable[[tuple], Any] | None = None
 
-    def learn(self, args: tuple, kwargs: dict) -> type | None:
+    def learn(self, args: tuple, kwargs: dict) -> Callable[[tuple], Any] | None:
         if not self.asked:
             self.asked = True
             try:
@@ -78,30 +81,43 @@ class _OwnKind:
             except Exception:       # their function fails here: the answer stays a plain tuple
                 value = None
             if isinstance(value, tuple) and type(value) is not tuple:
-                self.kind = type(value)
-        return self.kind
+                kind = type(value)
+                self.shape = kind._make if hasattr(kind, "_make") else kind
+            elif isinstance(value, dict):
+                keys = tuple(value)
+                self.shape = lambda values: dict(zip(keys, values)) if len(keys) == len(values) else None
+        return self.shape
 
 
 class _Answer(tuple):
     """A substitute's tuple: a plain tuple in every way (it travels, copies and compares as one),
-    except that an attribute a tuple lacks is read from the same values in the student's own type."""
+    except that what a tuple lacks (an attribute, a key that is not an index) is read from the same
+    values shaped as the student's own function shapes them."""
 
-    def __new__(cls, value: tuple = (), learn: Callable[[], type | None] | None = None) -> _Answer:
+    def __new__(cls, value: tuple = (), learn: Callable[[], Callable[[tuple], Any] | None] | None = None) -> _Answer:
         answer = super().__new__(cls, value)
-        answer.__dict__["_own_kind"] = learn      # no namedtuple field starts with "_"
+        answer.__dict__["_own_shape"] = learn      # no namedtuple field starts with "_"
         return answer
 
+    def _theirs(self) -> Any:
+        learn = self.__dict__.get("_own_shape")
+        shape = learn() if learn is not None else None
+        try:
+            return shape(tuple(self)) if shape is not None else None
+        except Exception:       # their type is not built from its values: a plain tuple's answer
+            return None
+
     def __getattr__(self, attr: str) -> Any:
-        learn = self.__dict__.get("_own_kind")
-        kind = learn() if learn is not None and not attr.startswith("_") else None
-        if kind is not None:
-            try:
-                theirs = kind._make(self) if hasattr(kind, "_make") else kind(self)
-            except Exception:       # their type is not built from its values: a plain tuple's answer
-                theirs = None
-            if theirs is not None:
-                return getattr(theirs, attr)
-        raise AttributeError(f"'tuple' object has no attribute {attr!r}")
+        theirs = self._theirs() if not attr.startswith("_") else None
+        if theirs is None:
+            raise AttributeError(f"'tuple' object has no attribute {attr!r}")
+        return getattr(theirs, attr)
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, (int, slice)) or hasattr(key, "__index__"):
+            return tuple.__getitem__(self, key)
+        theirs = self._theirs()
+        return tuple.__getitem__(self, key) if theirs is None else theirs[key]
 
     def __reduce__(self) -> tuple:
         return tuple, (tuple(self),)
