@@ -31,6 +31,22 @@ def test_dtype_mismatch():
     assert mask.problem == "dtype float32 but expected bool (return a torch.bool tensor)"
 
 
+def test_a_python_number_for_a_0d_tensor_is_named_as_the_item_mistake():
+    """mse_loss returning loss.item(): the value may be right, the type is not (the stub says 0-d tensor)."""
+    right = compare_tensor(0.25, torch.tensor(0.25), "loss", TOL)
+    assert not right.ok and right.problem == ("expected a 0-d torch.Tensor, got the Python float 0.25 (the right "
+                                              "value): return the tensor itself (.item() and float() turn it into "
+                                              "a number)")
+    wrong = compare_tensor(3, torch.tensor(0.25), "loss", TOL)
+    assert not wrong.ok and wrong.problem.startswith("expected a 0-d torch.Tensor, got the Python int 3: return")
+    assert compare_tensor(10**400, torch.tensor(0.25), "loss", TOL).problem.startswith(
+        "expected a 0-d torch.Tensor, got an integer of about 401 digits: return")
+    for other in (compare_tensor(0.25, torch.tensor([0.25]), "loss", TOL),        # not 0-d
+                  compare_tensor(True, torch.tensor(True), "ok", TOL),
+                  compare_tensor("0.25", torch.tensor(0.25), "loss", TOL)):
+        assert other.problem.startswith("expected a torch.Tensor, got "), other.problem
+
+
 def test_nan_where_reference_is_finite():
     e = torch.ones(4)
     a = e.clone()

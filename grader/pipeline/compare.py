@@ -115,11 +115,26 @@ def _describe(x: Any, value: bool = False) -> str:
     return f"a value of type {type(x).__name__}"
 
 
+def _not_a_tensor(actual: Any, expected: torch.Tensor, tol: Tol) -> str:
+    """What a value that is not a tensor is, said; a Python number where a 0-d tensor is due is named
+    as the usual mistake (.item() or float() on the result), with whether its value is right."""
+    if type(actual) not in (int, float) or expected.dim() != 0 or expected.dtype == torch.bool:
+        return f"expected a torch.Tensor, got {_describe(actual)}"
+    try:
+        right = close(torch.tensor(float(actual), dtype=torch.float64), expected.double(), *tol(expected.dtype))
+    except OverflowError:       # an int past float's range
+        right = False
+    shown = _describe(actual, value=True)       # "an integer of about 401 digits" past repr's reach
+    shown = shown if shown.startswith("an integer") else f"the Python {type(actual).__name__} {shown}"
+    return (f"expected a 0-d torch.Tensor, got {shown}{' (the right value)' if right else ''}: return the "
+            "tensor itself (.item() and float() turn it into a number)")
+
+
 def compare_tensor(actual: Any, expected: torch.Tensor, name: str, tol: Tol, exact: bool = False) -> Comparison:
     dt = lambda t: str(t.dtype).replace("torch.", "")  # noqa: E731
     base = dict(name=name, expected_shape=tuple(expected.shape), expected_dtype=dt(expected))
     if not isinstance(actual, torch.Tensor):
-        return Comparison(ok=False, kind=Kind.TYPE, problem=f"expected a torch.Tensor, got {_describe(actual)}", **base)
+        return Comparison(ok=False, kind=Kind.TYPE, problem=_not_a_tensor(actual, expected, tol), **base)
     base.update(shape=tuple(actual.shape), dtype=dt(actual))
     kind = claimed_type(actual)
     if kind != "torch.Tensor":
