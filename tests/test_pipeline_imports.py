@@ -201,3 +201,45 @@ def test_a_child_that_decided_a_broken_import_never_grades(tmp_path, sandbox, co
     assert opened[0][1] == source and "setup failed" not in opened[1][1]
     assert e.status is Status.PASSED and "at import" not in e.output
     assert any("could not be imported as written (RuntimeError: setup failed)" in n for n in e.notes)
+
+
+NOTEBOOK = '''import re
+from collections import namedtuple
+
+Scaled = namedtuple("Scaled", "value factor")
+FACTOR = dict(times=2)["times"]
+PATTERN = re.compile(r"\\d+")
+display(PATTERN)
+
+
+def twice(x):
+    return Scaled(FACTOR * x, FACTOR).value
+'''
+
+
+def test_a_broken_notebook_keeps_the_assignments_its_functions_use(tmp_path, sandbox, config, monkeypatch):
+    """A notebook's `display(x)` fails outside IPython; the whole salvage also dropped the namedtuple, the
+    constant and the compiled pattern the functions use (NameError in every case). The salvage that
+    keeps the top-level assignments is tried first, in a child of its own; where one of them is what
+    fails, the whole salvage is used, as before."""
+    opened = _counting_opens(sandbox, monkeypatch)
+    (e,) = grade(write(tmp_path, toy=NOTEBOOK), [toy("twice")], config, sandbox=sandbox).exercises
+    assert e.status is Status.PASSED, e.message
+    assert any("The grader kept its imports, assignments and function definitions and skipped the rest: line 7"
+               in n for n in e.notes), e.notes
+    assert [m for m, _ in opened] == ["toy", "toy", "toy"] and "display" not in opened[1][1]
+    assert "Scaled = namedtuple" in opened[1][1] and opened[1][1] == opened[2][1]
+
+    failing = NOTEBOOK.replace("FACTOR = dict(times=2)", "FACTOR = undefined_helper(2) + dict(times=2)")
+    (tmp_path / "b").mkdir()
+    (e,) = grade(write(tmp_path / "b", toy=failing), [toy("twice")], config, sandbox=sandbox).exercises
+    assert e.status is Status.ERROR and "name 'Scaled' is not defined" in e.message, e.message
+    assert any("kept its imports and function definitions and skipped the rest" in n for n in e.notes), e.notes
+
+
+def test_the_salvage_that_keeps_assignments():
+    fixed, dropped = salvage(NOTEBOOK, keep_assignments=True)
+    assert "PATTERN = re.compile" in fixed and "display" not in fixed and dropped == [
+        "line 7: top-level code that runs at import"]
+    assert fixed.count("\n") == NOTEBOOK.count("\n")            # the student's line numbers kept
+    assert "Scaled = namedtuple" not in salvage(NOTEBOOK)[0]

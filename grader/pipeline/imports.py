@@ -6,7 +6,9 @@ module imports as written, with exactly those files; the modules it imports are 
 
 A module that does not import (it raises, loops or exits at the top level) is salvaged: its
 imports and definitions are kept, the rest dropped (grader.submission.loader.salvage), the
-feedback says so, and every exercise of that module gets the salvaged copy.
+feedback says so, and every exercise of that module gets the salvaged copy. Its top-level
+assignments are kept too where that copy imports, tried first in a child of its own: the
+namedtuple or compiled pattern a notebook's functions use is seldom the cell that failed.
 
 The student's modules a module imports (`import attention`, `from attention import ...`,
 directly or through another of them) are decided first, each on its own; the module is then
@@ -64,13 +66,27 @@ def _decide(module: str, ctx: Context, deps: dict[str, ModuleLoad], opener: Open
     if outcome is None or outcome.kind == "ok" or (outcome.kind == "timeout" and limit < wanted):
         return ModuleLoad(files, dep_notes, for_importers=changed, broken_imports=broken)
     why = _import_failure(outcome, limit, ctx.config)
-    fixed, dropped = salvage(files[module])
+    keep = _assignments_import(module, files, ctx)
+    fixed, dropped = salvage(files[module], keep)
     files[module] = fixed
-    note = (f"{module}.py could not be imported as written ({why}). The grader kept its imports and "
-            f"function definitions and skipped the rest" + (f": {'; '.join(dropped)}" if dropped else "") +
-            ". Fix this first: it would fail any real use of your module.")
-    changed = {**changed, module: salvage_for_importers(ctx.submission.files[module], module, why)}
+    note = (f"{module}.py could not be imported as written ({why}). The grader kept its imports"
+            f"{', assignments' if keep else ''} and function definitions and skipped the rest" +
+            (f": {'; '.join(dropped)}" if dropped else "") + ". Fix this first: it would fail any real use of "
+            "your module.")
+    changed = {**changed, module: salvage_for_importers(ctx.submission.files[module], module, why, keep)}
     return ModuleLoad(files, (note, *dep_notes), why, for_importers=changed, broken_imports=broken)
+
+
+def _assignments_import(module: str, files: dict[str, str], ctx: Context) -> bool:
+    """Whether the salvage that keeps the module's top-level assignments imports, tried in a child of
+    its own where it keeps more than the whole salvage: a notebook's `Cache = namedtuple(...)` or
+    `PATTERN = re.compile(...)` is what its functions use, and the cell that failed (a plot, a
+    `display(x)`) is seldom one. Else the whole salvage (an assignment that fails, loops or exits)."""
+    kept = salvage(files[module], keep_assignments=True)[0]
+    limit = min(max(ctx.config.call_timeout, STARTUP_GRACE), ctx.remaining())
+    if kept == salvage(files[module])[0] or limit <= 0:
+        return False
+    return _try_import(module, {**files, module: kept}, limit, ctx).kind == "ok"
 
 
 def _try_import(module: str, files: dict[str, str], limit: float, ctx: Context) -> Outcome:

@@ -193,8 +193,10 @@ MAX_REPAIRS = 20
 _DEFINITION = re.compile(r"^(?:async\s+def|def|class)\s+([A-Za-z_]\w*)")
 
 
-def salvage(source: str) -> tuple[str, list[str]]:
+def salvage(source: str, keep_assignments: bool = False) -> tuple[str, list[str]]:
     """A version of `source` that imports without running top-level code, and what was dropped.
+    `keep_assignments`: top-level assignments stay, calls and all (a namedtuple, a compiled pattern or
+    a config dict the functions use), for a first try (grader.pipeline.imports).
 
     A syntax error drops the top-level definition that holds it (from the `def`/`class` line
     before the error to the next top-level statement; if that guess cuts through a string,
@@ -202,16 +204,16 @@ def salvage(source: str) -> tuple[str, list[str]]:
     `sys.exit()`) are dropped. Line numbers are kept (dropped lines become blank) so tracebacks
     still point at the student's own lines.
     """
-    lines, dropped, _ = _salvage(source)
+    lines, dropped, _ = _salvage(source, keep_assignments)
     return "\n".join(lines) + "\n", dropped
 
 
-def salvage_for_importers(source: str, module: str, why: str) -> str:
+def salvage_for_importers(source: str, module: str, why: str, keep_assignments: bool = False) -> str:
     """salvage(source) as the student's other modules import it: each top-level definition lost
     to a syntax error becomes, on its own line, a function that raises ImportError saying why.
     A module doing `from <module> import f` then imports, and only a call of `f` fails (unless
     the exercise puts the grader's substitute in its place)."""
-    lines, _, lost = _salvage(source)
+    lines, _, lost = _salvage(source, keep_assignments)
     for index, name in lost:
         said = (f"{name} could not be loaded: {module}.py does not import as written ({why}) and the "
                 "grader had to skip the part that holds it")
@@ -220,11 +222,11 @@ def salvage_for_importers(source: str, module: str, why: str) -> str:
     try:
         ast.parse(fixed)
     except SyntaxError:     # a stand-in landed inside what the salvage guessed wrong: none, then
-        return salvage(source)[0]
+        return salvage(source, keep_assignments)[0]
     return fixed
 
 
-def _salvage(source: str) -> tuple[list[str], list[str], list[tuple[int, str]]]:
+def _salvage(source: str, keep_assignments: bool = False) -> tuple[list[str], list[str], list[tuple[int, str]]]:
     """The salvaged lines, what was dropped (in words), and (line index, name) of every
     top-level definition dropped for a syntax error."""
     lines = source.splitlines()
@@ -246,7 +248,7 @@ def _salvage(source: str) -> tuple[list[str], list[str], list[tuple[int, str]]]:
     else:
         return [""], dropped + ["the rest: too many syntax errors"], []
     for node in tree.body:
-        if not _safe(node):
+        if not _safe(node) and not (keep_assignments and isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))):
             first = node.lineno - 1
             lines[first:node.end_lineno] = [""] * (node.end_lineno - first)
             dropped.append(f"line {node.lineno}: top-level code that runs at import")
