@@ -2,6 +2,8 @@
 those of the student's modules that import it (directly or through another), which get its
 salvaged copy; and an import that fails in the graded child is reported as the import failure it
 is, never as a crashed process or "two calls in a row"."""
+import json
+
 import torch
 
 from grader.catalog.spec import Case, ExerciseSpec
@@ -243,3 +245,25 @@ def test_the_salvage_that_keeps_assignments():
         "line 7: top-level code that runs at import"]
     assert fixed.count("\n") == NOTEBOOK.count("\n")            # the student's line numbers kept
     assert "Scaled = namedtuple" not in salvage(NOTEBOOK)[0]
+
+
+def test_the_salvage_note_says_what_to_do_with_a_cell_that_works_only_elsewhere(tmp_path, sandbox, config):
+    """A notebook's display(x) cell, or a top-level use of a package the grader does not have, is not a
+    bug of the student's: the note says where such code belongs instead of calling the module broken."""
+    def note(folder) -> str:
+        (e,) = grade(str(folder), [toy("twice")], config, sandbox=sandbox).exercises
+        assert e.status is Status.PASSED, e.message
+        return next(n for n in e.notes if "could not be imported as written" in n)
+
+    cells = [NOTEBOOK.split("display(PATTERN)")[0], "display(PATTERN)", NOTEBOOK.split("display(PATTERN)")[1]]
+    notebook = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": c}
+                          for c in cells], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "nb").mkdir()
+    (tmp_path / "nb" / "toy.ipynb").write_text(json.dumps(notebook))
+    assert 'If that is a cell that works only in Jupyter (display, a plot, a check), put it under if __name__ == ' \
+           '"__main__":' in note(tmp_path / "nb")
+    (tmp_path / "pkg").mkdir()
+    package = write(tmp_path / "pkg", toy=NOTEBOOK.replace("display(PATTERN)", "import zz_absent_plots\n"
+                                                            "zz_absent_plots.style('dark')"))
+    assert "If that is code that needs a package the grader does not have, put it under" in note(package)
+    assert "Fix this first: it would fail any real use of your module." in note(write(tmp_path, toy=NOTEBOOK))

@@ -71,10 +71,22 @@ def _decide(module: str, ctx: Context, deps: dict[str, ModuleLoad], opener: Open
     files[module] = fixed
     note = (f"{module}.py could not be imported as written ({why}). The grader kept its imports"
             f"{', assignments' if keep else ''} and function definitions and skipped the rest" +
-            (f": {'; '.join(dropped)}" if dropped else "") + ". Fix this first: it would fail any real use of "
-            "your module.")
+            (f": {'; '.join(dropped)}" if dropped else "") + ". " + _advice(module, outcome, ctx))
     changed = {**changed, module: salvage_for_importers(ctx.submission.files[module], module, why, keep)}
     return ModuleLoad(files, (note, *dep_notes), why, for_importers=changed, broken_imports=broken)
+
+
+def _advice(module: str, outcome: Outcome, ctx: Context) -> str:
+    """What to do about a module that does not import: a notebook's cell that works only in Jupyter
+    (display, a plot) and a top-level use of a package the grader does not have are not bugs."""
+    where = ("a cell that works only in Jupyter (display, a plot, a check)"
+             if ctx.submission.origin.get(module, "").endswith(".ipynb") else
+             "code that needs a package the grader does not have"
+             if outcome.error.get("type") == "ModuleNotFoundError" else "")
+    if not where:
+        return "Fix this first: it would fail any real use of your module."
+    return (f"If that is {where}, put it under if __name__ == \"__main__\": (which runs in your own session, "
+            "not when the grader imports your code); else fix it first.")
 
 
 def _assignments_import(module: str, files: dict[str, str], ctx: Context) -> bool:
