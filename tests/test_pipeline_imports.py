@@ -2,6 +2,7 @@
 those of the student's modules that import it (directly or through another), which get its
 salvaged copy; and an import that fails in the graded child is reported as the import failure it
 is, never as a crashed process or "two calls in a row"."""
+import dataclasses
 import json
 
 import torch
@@ -267,3 +268,16 @@ def test_the_salvage_note_says_what_to_do_with_a_cell_that_works_only_elsewhere(
                                                             "zz_absent_plots.style('dark')"))
     assert "If that is code that needs a package the grader does not have, put it under" in note(package)
     assert "Fix this first: it would fail any real use of your module." in note(write(tmp_path, toy=NOTEBOOK))
+
+
+def test_a_module_whose_import_timed_out_is_not_tried_again_with_its_assignments(tmp_path, sandbox, config,
+                                                                                 monkeypatch, short_grace):
+    """The loop may be an assignment (`params = train()`): trying the copy that keeps assignments would
+    wait the import limit out a second time. One child times out, the next grades the whole salvage."""
+    source = ("def endless():\n    while True:\n        pass\n\n\nPARAMS = endless()\n\n\n"
+              "def twice(x):\n    return 2 * x\n")
+    opened = _counting_opens(sandbox, monkeypatch)
+    quick = dataclasses.replace(config, call_timeout=2.0)
+    (e,) = grade(write(tmp_path, toy=source), [toy("twice")], quick, sandbox=sandbox).exercises
+    assert e.status is Status.PASSED, e.message
+    assert [m for m, _ in opened] == ["toy", "toy"] and "PARAMS" not in opened[1][1]
