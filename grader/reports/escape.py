@@ -30,8 +30,11 @@ from typing import Any
 from markupsafe import Markup
 
 # C0 but tab and newline, DEL, C1; bidi embeddings, overrides and isolates; zero-width and
-# invisible formatting characters, line and paragraph separators (str.splitlines breaks on them).
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+# invisible formatting characters, line and paragraph separators (str.splitlines breaks on them);
+# lone surrogates, which no UTF-8 file can hold (grader.student_text makes them escapes where
+# student text enters; one that got past is shown here, never left to fail the report's write).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff"
+                      "\ud800-\udfff]")
 _WORKFLOW = re.compile(r"^(\s*)::", re.MULTILINE)
 # Markdown's and HTML's syntax characters; `@` and `www.` start GitHub's bare autolinks, `$` its math.
 # Only what can mean something is escaped, so that text stays readable (12:20 +01:00, File > Save):

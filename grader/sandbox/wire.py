@@ -6,6 +6,9 @@ header points to. Tensors are rebuilt in the parent with `torch.frombuffer` from
 length is checked against shape x itemsize, so whatever object the student returned (a
 Tensor subclass with a friendly `__eq__`, say) arrives as a plain `torch.Tensor` of its data.
 
+Every string decoded is one a report can write: a lone surrogate, which JSON carries and UTF-8
+cannot, arrives as its escape (grader.student_text).
+
 Decoding is bounded, because the other side may be hostile: a message may cost the reader at
 most about twice its size plus a fixed ceiling (the header's JSON values, counted before they
 are parsed, are the only part that costs more than its bytes). Every failure to decode, whatever
@@ -23,6 +26,8 @@ from typing import Any
 
 import numpy
 import torch
+
+from grader.student_text import encodable
 
 MAX_MESSAGE = 1 << 30   # 1 GiB: a child cannot make the parent allocate more than this
 # Bounds of one header, far above the curriculum's largest reply (a tokenizer's ~44,000 byte
@@ -107,7 +112,9 @@ def _unsendable(obj: Any) -> Any:
 def _decode(node: Any, buffers: list[memoryview], depth: int = 0) -> Any:
     if depth > MAX_DEPTH:
         raise WireError("structure nested too deeply")
-    if node is None or isinstance(node, (bool, str, int, float)):
+    if isinstance(node, str):       # JSON carries lone surrogates, which no report can write
+        return encodable(node)
+    if node is None or isinstance(node, (bool, int, float)):
         return node
     if isinstance(node, list):      # in place: a decoded node frees its JSON as it goes
         for i, x in enumerate(node):
@@ -130,7 +137,7 @@ def _decode(node: Any, buffers: list[memoryview], depth: int = 0) -> Any:
         t = torch.empty(shape, dtype=dtype)     # the data is copied once, out of the message
         if numel:
             t.view(-1).view(torch.uint8).numpy()[:] = numpy.frombuffer(raw, dtype=numpy.uint8)
-        return _mark(t, str(node.get("type", "torch.Tensor")))
+        return _mark(t, encodable(str(node.get("type", "torch.Tensor"))))
     if "bytes" in node:
         return bytes(_buffer(buffers, node["bytes"]))
     if "bytes_list" in node:

@@ -17,6 +17,7 @@ import zipfile
 from dataclasses import dataclass, field
 
 from grader.errors import SubmissionError
+from grader.student_text import file_name
 from grader.submission.limits import MAX_FILE, MAX_FILES
 from grader.submission.notebook import MAX_NOTEBOOK, notebook_source
 from grader.submission.reading import Room, at_most, decoded, nested
@@ -37,7 +38,7 @@ class Submission:
 
 def shown_name(path: str) -> str:
     """The submission as its student knows it: the last part of its path ("bob", "bob.zip")."""
-    return os.path.basename(os.path.normpath(path)) or path
+    return file_name(os.path.basename(os.path.normpath(path)) or path)
 
 
 def on_disk(submission: str, origin: str) -> str:
@@ -97,6 +98,10 @@ def _from_dir(path: str) -> Submission:
     An unreadable notebook is a problem of that module only, not of the whole folder."""
     files, origin, problems, room = {}, {}, [], Room()
     names = sorted(os.listdir(path))[:MAX_FILES]
+    for name in [n for n in names if n.endswith((".py", ".ipynb")) and file_name(n) != n]:
+        problems.append(f"{file_name(name)}: passed over: its name is not UTF-8 text (a byte shown as \\x..): "
+                        "rename it to the module's name, such as attention.py")
+    names = [n for n in names if file_name(n) == n]
     for name in names:
         full = os.path.join(path, name)
         if name.endswith(".py") and os.path.islink(full):
@@ -123,7 +128,7 @@ def _from_dir(path: str) -> Submission:
                         "notebooks such as attention.ipynb)" + (f"; found {', '.join(inside)} in a folder inside: "
                                                                 "put the modules at the top of the submission"
                                                                 if inside else ""))
-    return Submission(path, files, origin, at_most(problems))
+    return Submission(path, files, origin, at_most([file_name(p) for p in problems]))
 
 
 def _from_zip(path: str) -> Submission:
@@ -133,6 +138,9 @@ def _from_zip(path: str) -> Submission:
         infos = [i for i in zf.infolist() if not i.is_dir()]
     except (zipfile.BadZipFile, OSError) as e:
         raise SubmissionError(f"{shown}: not a readable zip archive ({e}); re-create it with `zip -r`") from None
+    except UnicodeDecodeError:
+        raise SubmissionError(f"{shown}: a file name in the archive is marked as UTF-8 text but is not; re-create "
+                              "the archive with `zip -r` from files named as the modules (attention.py)") from None
     files, origin, problems, passed_over, room = {}, {}, [], {}, Room()
     notebooks = {}
     with zf:

@@ -25,6 +25,7 @@ import re
 import tokenize
 
 from grader.errors import SubmissionError
+from grader.student_text import encodable
 from grader.submission.limits import MAX_FILE
 
 MAX_NOTEBOOK = 64 << 20          # notebooks carry outputs (plots): far larger than their code
@@ -94,18 +95,19 @@ def _read_cells(path: str, raw: bytes | None = None) -> tuple[list[dict], str]:
         cells = [c for w in data["worksheets"] if isinstance(w, dict) for c in w.get("cells", [])]
     if not isinstance(cells, list) or not all(isinstance(c, dict) for c in cells):
         raise SubmissionError(f"{path}: valid JSON but not a Jupyter notebook (no \"cells\" list of cell "
-                              f"objects; keys found: {', '.join(sorted(map(str, data))[:8]) or 'none'}); {FIX}")
+                              f"objects; keys found: {', '.join(sorted(map(encodable, data))[:8]) or 'none'}); {FIX}")
     meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
     info = meta.get("language_info") if isinstance(meta.get("language_info"), dict) else {}
     spec = meta.get("kernelspec") if isinstance(meta.get("kernelspec"), dict) else {}
     language = info.get("name") or spec.get("language") or ""
-    return cells, language if isinstance(language, str) else ""
+    return cells, encodable(language) if isinstance(language, str) else ""
 
 
 def _text(source) -> str:
+    """A cell's source as text a file can hold (JSON's lone surrogates shown as escapes)."""
     if isinstance(source, list):
-        return "".join(s for s in source if isinstance(s, str))
-    return source if isinstance(source, str) else ""
+        return encodable("".join(s for s in source if isinstance(s, str)))
+    return encodable(source) if isinstance(source, str) else ""
 
 
 def _is_autograder_test(cell: dict) -> bool:

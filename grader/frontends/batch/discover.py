@@ -14,7 +14,9 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from grader.student_text import file_name
 
 SOURCE_SUFFIXES = (".py", ".ipynb")
 IGNORED = {"__pycache__", ".ipynb_checkpoints", "__MACOSX", ".DS_Store", ".git"}
@@ -62,14 +64,19 @@ def discover(root: str, assignment: str | None = None, exclude: str | None = Non
             notes.append(note)
         if entry is None:
             continue
+        # a name's bytes that are not UTF-8, escaped in the id and the problem said in the feedback
+        entry = replace(entry, student=file_name(entry.student), problem=file_name(entry.problem))
         if entry.student in entries:
-            notes.append(f"{name}: student id '{entry.student}' already taken by "
-                         f"{os.path.basename(entries[entry.student].path)}; graded as '{name}'")
-            entry = Entry(name, entry.path, entry.layout, entry.problem)
+            shown = file_name(name)
+            if shown in entries:    # escaped, one name can read as another ("b\\xff" beside b"b\xff")
+                shown += "-" + hashlib.sha256(os.fsencode(name)).hexdigest()[:16]
+            notes.append(f"{file_name(name)}: student id '{entry.student}' already taken by "
+                         f"{file_name(os.path.basename(entries[entry.student].path))}; graded as '{shown}'")
+            entry = Entry(shown, entry.path, entry.layout, entry.problem)
         entries[entry.student] = entry
     if not entries:
         notes.append(_nothing_found(root))
-    return Discovery(tuple(entries[k] for k in sorted(entries)), tuple(notes))
+    return Discovery(tuple(entries[k] for k in sorted(entries)), tuple(map(file_name, notes)))
 
 
 def _nothing_found(root: str) -> str:

@@ -29,6 +29,7 @@ rows only, and `grader export` sends the same rows; a run recorded before has NU
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -222,7 +223,7 @@ class Gradebook:
         with self.transaction():
             self.db.execute("DELETE FROM submissions WHERE student=?", (student,))
             self.db.execute(f"INSERT INTO submissions ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})",
-                            (student, content_hash, settings_hash, path, state, result.score, result.max_score,
+                            (student, content_hash, settings_hash, _stored(path), state, result.score, result.max_score,
                              message, result.seconds, data, run_id, _now(), 0.0, result.score, None))
             self.db.executemany("INSERT INTO exercises VALUES (?,?,?,?,?,?,?,?,?)", [
                 (student, e.id, e.status.value, e.points, e.max_points, e.cases_passed, len(e.cases),
@@ -253,7 +254,22 @@ class Gradebook:
                                  "ORDER BY student"):
             if wanted is None or r[0] in wanted:
                 late = Lateness.from_dict(json.loads(r[12])) if r[12] else None
-                yield Row(*r[:9], result=from_dict(json.loads(r[9])), penalty=r[10], final_score=r[11], late=late)
+                yield Row(*r[:3], _read_path(r[3]), *r[4:9], result=from_dict(json.loads(r[9])), penalty=r[10],
+                          final_score=r[11], late=late)
+
+
+def _stored(path: str) -> str | bytes:
+    """A path as SQLite holds it: as text, or as its bytes where they are not UTF-8 (a folder named in
+    another encoding: sqlite3 refuses the surrogates that stand for them), read back as the same path."""
+    try:
+        path.encode("utf-8")
+        return path
+    except UnicodeEncodeError:
+        return os.fsencode(path)
+
+
+def _read_path(value: str | bytes) -> str:
+    return os.fsdecode(value) if isinstance(value, bytes) else value
 
 
 class _Transaction:
