@@ -150,10 +150,27 @@ def test_gradescope_metadata_in_or_beside_the_submission(tmp_path):
     (tmp_path / "autograder" / "submission_metadata.json").write_text(json.dumps(meta))     # Gradescope's layout
     r = times.from_gradescope(str(sub))
     assert r.at == datetime(2026, 3, 2, 13, 22, 32, 365935, tzinfo=timezone.utc) and "Gradescope" in r.source
-    folder = tmp_path / "bob"
-    folder.mkdir()
-    (folder / "submission_metadata.json").write_text(json.dumps({"id": 2}))
-    assert times.from_gradescope(str(folder)).problem == "submission_metadata.json has no created_at"
+    (sub / "submission_metadata.json").write_text(json.dumps({**meta, "created_at": "2026-01-01T00:00:00+00:00"}))
+    assert times.from_gradescope(str(sub)).at == r.at            # the student's own copy inside: never read
+    (tmp_path / "autograder" / "submission_metadata.json").write_text(json.dumps({"id": 2}))
+    assert times.from_gradescope(str(sub)).problem == "submission_metadata.json has no created_at"
+
+
+def test_a_metadata_file_the_student_uploaded_is_never_the_submission_time(tmp_path):
+    """In a class folder, <student>/submission/ with the platform's record beside it is read; a
+    submission_metadata.json inside what the student handed in is theirs (the red team dated theirs
+    before the deadline), said and never read."""
+    forged = {"id": 3, "created_at": "2026-01-01T00:00:00+00:00"}
+    bob = tmp_path / "bob"
+    bob.mkdir()
+    (bob / "submission_metadata.json").write_text(json.dumps(forged))
+    r = times.from_gradescope(str(bob))
+    assert r.at is None and "the one inside the submission folder is the student's upload, never read" in r.problem
+    carol = tmp_path / "carol" / "submission"
+    carol.mkdir(parents=True)
+    (carol / "submission_metadata.json").write_text(json.dumps(forged))
+    (carol.parent / "submission_metadata.json").write_text(json.dumps({"created_at": "2026-03-05T10:00:00-08:00"}))
+    assert times.from_gradescope(str(carol)).at == datetime(2026, 3, 5, 18, 0, tzinfo=timezone.utc)
 
 
 def git(repo, *args, **env):

@@ -7,8 +7,9 @@ built with any date), so those are never read. Each source reads what the platfo
                  `nbgrader collect`: "%Y-%m-%d %H:%M:%S.%f %Z" by default (nbgrader's
                  Exchange.timestamp_format, timezone "UTC"); nbgrader reads a time without a zone as UTC
     gradescope   submission_metadata.json, its `created_at` (ISO 8601 with offset,
-                 https://gradescope-autograders.readthedocs.io/en/latest/submission_metadata/): in the
-                 submission folder, or beside it when the folder is the autograder's `submission/`
+                 https://gradescope-autograders.readthedocs.io/en/latest/submission_metadata/): beside
+                 the autograder's `submission/` folder, as Gradescope lays it out; a copy inside that
+                 folder is the student's upload (the red team's was dated before the deadline), never read
     git          the committer time of HEAD (`git log -1 --format=%cI`) of the submission's repository
     csv          the instructor's CSV of student,submitted_at (grader.deadlines.tables)
 
@@ -137,13 +138,17 @@ def from_nbgrader(path: str) -> Recorded:
 
 
 def from_gradescope(path: str) -> Recorded:
+    """Gradescope's record beside the `submission/` folder (/autograder/submission_metadata.json),
+    never a copy inside it: what is in the submission folder is what the student uploaded."""
     source = LABEL[Source.GRADESCOPE]
-    places = [os.path.join(path, "submission_metadata.json")]
-    if os.path.basename(os.path.normpath(path)) == "submission":      # /autograder/submission/ on Gradescope
-        places.append(os.path.join(os.path.dirname(os.path.normpath(path)), "submission_metadata.json"))
-    found = next((p for p in places if os.path.isfile(p) and not os.path.islink(p)), None)
-    if found is None:
-        return Recorded(None, source, "no submission_metadata.json in or beside the submission folder")
+    folder = os.path.normpath(path)
+    found = os.path.join(os.path.dirname(folder), "submission_metadata.json")
+    if os.path.basename(folder) != "submission" or not os.path.isfile(found) or os.path.islink(found):
+        uploaded = os.path.isfile(os.path.join(folder, "submission_metadata.json"))
+        return Recorded(None, source, "no submission_metadata.json beside the submission folder (Gradescope's "
+                        "layout: <student>/submission_metadata.json beside <student>/submission/)"
+                        + ("; the one inside the submission folder is the student's upload, never read" if uploaded
+                           else ""))
     try:
         created = json.loads(_read_small(found)).get("created_at")
         if not created:
