@@ -25,6 +25,7 @@ import torch
 
 from conftest import FIXTURES, ROOT, SOLUTIONS, mistake_source, replace_function
 from grader.catalog import inputs, select
+from grader.catalog.judges import capstone as capstone_judge
 from grader.catalog.chapters.transformer.decode import greedy_case, greedy_cases, ref_greedy_decode
 from grader.catalog.references import equations as M
 from grader.catalog.references import torch_modules as T
@@ -396,6 +397,35 @@ def test_capstone_fails_a_forward_that_reads_the_answer_off_its_input(graded):
     case = next(c for c in e.cases if "capstone" in c.name)
     assert case.status is Status.FAILED and "predicts 100.0%" in case.message, case.message
     assert "must solve the task as a transformer too" in case.message and e.points == 0
+
+
+@pytest.mark.slow
+def test_capstone_checks_the_weights_it_trained_whatever_the_forward_does_to_its_params(graded):
+    """The forward pops weights out of the params it is handed: the driver still returns the model it
+    trained, and the parent still runs it as nn.Transformer."""
+    functions = {"transformer.transformer_forward": _mistake("transformer", "transformer_forward",
+                                                             "reads_the_answer_and_hides_the_weights")}
+    e = graded("capstone_hides_the_weights", functions, ["transformer.transformer_forward"], specs=SPECS)[
+        "transformer.transformer_forward"]
+    case = next(c for c in e.cases if "capstone" in c.name)
+    assert case.status is Status.FAILED and "predicts 100.0%" in case.message, case.message
+    assert "must solve the task as a transformer too" in case.message and e.points == 0
+
+
+def test_capstone_verdict_refuses_weights_not_laid_out_as_the_model_it_trained():
+    """What the child sends is checked before the parent runs it: weights of another layout (a key
+    missing, a size changed) are no trained model, and are never built into nn.Transformer."""
+    cfg = capstone.task(3)
+    ref = capstone_judge.reference(cfg)
+    vocab = capstone.FIRST_SYMBOL + cfg["symbols"]
+    params = inputs.model_params(torch.Generator().manual_seed(1), vocab, vocab, cfg["d_model"], cfg["d_ff"],
+                                 cfg["layers"], cfg["layers"])
+    logits = torch.nn.functional.one_hot(ref["tgt_out"], vocab).double() * 10
+    value = {"logits": logits, "losses": [1.0, 0.1], "params": params}
+    assert "nn.Transformer with your trained weights scores" in capstone_judge.verdict(cfg, value, ref).message
+    for broken in ({k: v for k, v in params.items() if k != "W_out"}, {**params, "W_out": torch.zeros(10 ** 4, 10)}):
+        verdict = capstone_judge.verdict(cfg, {**value, "params": broken}, ref)
+        assert not verdict.ok and "no usable trained weights" in verdict.message
 
 
 @pytest.mark.slow

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from grader.sandbox.trusted.params import model_params
 from grader.sandbox.trusted.tracing import traced_call
 from grader.sandbox.trusted.unwatched import unwatched
-from grader.trees import clone, leaves
+from grader.trees import clone, leaves, tree_map
 
 BOS, EOS, FIRST_SYMBOL = 0, 1, 2
 
@@ -89,10 +89,17 @@ def _plain(logits: Any) -> Any:
     return logits
 
 
+def _same(t: torch.Tensor) -> torch.Tensor:
+    return t
+
+
 def train(forward, cfg: dict) -> dict[str, Any]:
     """Adam on the student's forward, fixed seed. Only the student's forward runs in the operator
     watch: the grader's own tensor work around it (weights, batches, the loss, its backward, the
-    optimizer, the held-out set) is set aside from it (unwatched): two thirds of the operators it saw."""
+    optimizer, the held-out set) is set aside from it (unwatched): two thirds of the operators it saw.
+    Each call gets its own dicts and lists around the weights, so what the driver returns is the
+    model it trained, whatever the forward does to what it was handed (the red team's popped
+    W_out, which left the parent's nn.Transformer check nothing to run)."""
     with unwatched():
         gen = torch.Generator().manual_seed(cfg["seed"])
         vocab = FIRST_SYMBOL + cfg["symbols"]
@@ -103,7 +110,7 @@ def train(forward, cfg: dict) -> dict[str, Any]:
     for _ in range(cfg["steps"]):
         with unwatched():
             src, tgt_in, tgt_out = _batch(gen, cfg, cfg["batch"])
-        logits = _plain(forward(src, tgt_in, params, cfg["heads"]))
+        logits = _plain(forward(src, tgt_in, tree_map(_same, params), cfg["heads"]))
         if not isinstance(logits, torch.Tensor) or tuple(logits.shape) != (*tgt_in.shape, vocab):
             raise CapstoneError(f"training: transformer_forward returned {getattr(logits, 'shape', type(logits))}, "
                                 f"expected logits of shape {(*tgt_in.shape, vocab)}")
@@ -120,7 +127,7 @@ def train(forward, cfg: dict) -> dict[str, Any]:
     with unwatched():
         held_out = eval_set(cfg)
     with torch.no_grad():
-        logits = _plain(forward(held_out["src"], held_out["tgt_in"], params, cfg["heads"]))
+        logits = _plain(forward(held_out["src"], held_out["tgt_in"], tree_map(_same, params), cfg["heads"]))
     with unwatched():
         return {"logits": logits.detach().clone(), "losses": losses[:: max(1, len(losses) // 10)] + losses[-1:],
                 "params": clone(params)}
