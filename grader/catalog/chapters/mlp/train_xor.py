@@ -64,7 +64,8 @@ def judge_train_xor(case: Case, value, ref, tol) -> Verdict:
                               "torch.Generator().manual_seed(seed) (and use no other randomness)")
     if calls.get("mlp_backward", 0) < 1 or sum(calls.get(s, 0) for s in STEPS) < 1:
         return Verdict(False, "train with your own building blocks: call mlp_backward for the gradients and one "
-                              f"of {', '.join(STEPS)} for the updates (calls seen: {calls})")
+                              f"of {', '.join(STEPS)} for the updates (calls that returned: {calls}; one that "
+                              "raised does not count)")
     pred = ref_mlp_forward(ref["X"].double(), params).argmax(dim=1)
     right = int((pred == ref["targets"]).sum())
     if right < 4:
