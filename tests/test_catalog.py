@@ -10,10 +10,12 @@ import ast
 import inspect
 
 import pytest
+import torch
 
 from chapter_checks import fixture_variants, mistake_table
 from conftest import ROOT
 from grader.catalog import CHAPTERS, catalog, select
+from grader.pipeline.cases import build_cases
 from grader.stubs import stale
 
 # The exercise API of CURRICULUM.md (a contract with course material and hidden test sets).
@@ -154,3 +156,30 @@ def test_manual_gradient_exercises_forbid_autograd_and_name_their_outputs():
         assert "autograd" in {r.name for r in catalog()[i].forbidden}, f"{i}: autograd is not forbidden"
         assert catalog()[i].outputs != ("output",), f"{i}: its outputs are not named"
     assert catalog()["mlp.linear_backward"].outputs == ("dX", "dW", "db")
+
+
+def _arguments(case):
+    """A case's inputs as a comparable value: tensors by dtype, shape and data."""
+    def key(x):
+        if isinstance(x, torch.Tensor):
+            return ("tensor", str(x.dtype), tuple(x.shape), x.detach().flatten().tolist())
+        if isinstance(x, (list, tuple)):
+            return tuple(map(key, x))
+        if isinstance(x, dict):
+            return tuple(sorted((k, key(v)) for k, v in x.items()))
+        return repr(x)
+    return repr(key((case.args, dict(case.kwargs))))
+
+
+@pytest.mark.parametrize("secret", [1, 987654321])
+def test_every_exercise_has_hidden_cases_that_are_not_its_public_ones(secret):
+    """A hidden case is drawn from the secret seed; one whose inputs are a public case's hides nothing
+    (the red team found causal_mask's all were: a submission that special-cased the public sizes
+    passed them). Fixed edge cases may repeat, but each exercise draws some of its inputs."""
+    repeated = []
+    for spec in catalog().values():
+        cases = build_cases(spec, secret)
+        public = {_arguments(c) for c in cases if not c.hidden}
+        if all(_arguments(c) in public for c in cases if c.hidden):
+            repeated.append(spec.id)
+    assert repeated == []

@@ -7,7 +7,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from grader.catalog.inputs import mha_params, randn
+from grader.catalog.inputs import mha_params, randint, randn
 from grader.catalog.references.float64 import in64
 from grader.catalog.rules import MHA, SDPA
 from grader.catalog.spec import Case, ExerciseSpec, KnownMistake, substitutes
@@ -21,8 +21,9 @@ def ref_causal_mask(T):
 
 
 def causal_cases(gen):
+    T = int(randint(gen, 2, 64, 1))          # drawn: hidden cases are other sizes than the public ones
     return [Case("T=4", (4,)), Case("T=1", (1,), note="a single position attends to itself"),
-            Case("T=7", (7,)), Case("T=32", (32,))]
+            Case("T=7", (7,)), Case("T=32", (32,)), Case(f"T={T}", (T,))]
 
 
 CAUSAL_MASK = ExerciseSpec(
@@ -249,10 +250,12 @@ def ref_positional_encoding(T, d_model):
 
 
 def pe_cases(gen):
+    T, d = int(randint(gen, 2, 100, 1)), 2 * int(randint(gen, 2, 48, 1))
     return [Case("T=10, d_model=16", (10, 16)), Case("T=1", (1, 8)), Case("d_model=2", (6, 2)),
             Case("T=50, d_model=64", (50, 64)),
             Case("long sequence", (2048, 128), note="float32 angles of large positions round: tolerance 1e-3",
-                 atol=1e-3, rtol=1e-3)]
+                 atol=1e-3, rtol=1e-3),
+            Case(f"T={T}, d_model={d}", (T, d))]          # drawn: hidden cases are other sizes than the public ones
 
 
 POSITIONAL_ENCODING = ExerciseSpec(
