@@ -259,7 +259,9 @@ def test_the_exercise_costs_count_a_childs_compute_as_the_sandbox_and_as_its_own
                 if x.startswith(("  mlp.train_xor ", "  attention.causal_mask ", "  transformer.feed_forward "))}
         checks, own, parent, sandbox, rest, beyond_own, beyond_floor = rows["mlp.train_xor"]
         assert checks == 0 and rows["transformer.feed_forward"][0] == 1, rows
-        assert own > 100 and sandbox > 0.8 * own, rows
+        # the training is the sandbox's: uncounted, it would be the floor's tens of ms. Not 0.8 of own: own is
+        # timed apart, and a loaded machine timed it at 1326 ms beside a child's 870 (a helper grading beside CI)
+        assert own > 100 and sandbox > 0.25 * own, rows
         assert beyond_own == pytest.approx(parent + sandbox + rest - own, abs=0.2), rows
         assert rows["attention.causal_mask"][-1] == 0.0, rows
         assert "exercises, own compute" in out
