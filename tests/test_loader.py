@@ -5,7 +5,9 @@ import zipfile
 
 import pytest
 
+from conftest import SOLUTIONS
 from grader.submission.loader import SubmissionError, load_submission, salvage
+from grader.submission.reading import TooDeep, parse
 
 
 def test_folder(tmp_path):
@@ -180,3 +182,27 @@ def test_a_module_not_graded_is_explained_by_what_the_loader_said_or_a_near_name
     assert _no_module(sub, "rnn") == ("your rnn module was not graded: rnn.ipynb: not a readable Jupyter notebook: "
                                       "its JSON is broken")
     assert _no_module(sub, "gru") == "your submission has no gru.py: add the module (start from exercises/gru.py)"
+
+
+DEEP = "JUNK = " + "1+" * 200_000 + "1\n"        # deeper than ast.parse goes: RecursionError, not SyntaxError
+
+
+def test_a_statement_too_deep_for_the_parser_is_dropped_by_the_salvage_as_a_syntax_error():
+    """The red team's `x = 1+1+...` of 200,000 terms made every reader of the module's tree raise
+    RecursionError: a grader fault for every exercise of the module. It is a SyntaxError at its
+    statement, which the salvage drops, and only it: the imports above it stay."""
+    source = "import math\n\n" + DEEP + "\n\ndef f(x):\n    return math.sqrt(x)\n"
+    with pytest.raises(TooDeep) as info:
+        parse(source)
+    assert info.value.lineno == 3 and 3 <= info.value.end_lineno < 6       # its lines, up to the def
+    kept, dropped = salvage(source)
+    assert "import math" in kept and "def f(x):" in kept and "JUNK" not in kept
+    assert any("too deeply nested for Python to read" in d for d in dropped)
+
+
+def test_a_module_too_deep_for_the_parser_is_graded_not_a_grader_fault(grade_dir, tmp_path):
+    source = (SOLUTIONS / "attention.py").read_text()
+    (tmp_path / "attention.py").write_text(source.replace("\ndef causal_mask", "\n" + DEEP + "\ndef causal_mask", 1))
+    result = grade_dir(tmp_path, "attention.causal_mask")
+    assert [(e.status.value, e.points) for e in result.exercises] == [("passed", 1.0)]
+    assert any("does not import as written" in err for err in result.errors)

@@ -125,3 +125,12 @@ def test_grader_check_on_a_corrupt_notebook_says_why():
                           cwd=ROOT, timeout=120)
     assert proc.returncode != 0
     assert "its JSON is broken at line" in proc.stdout + proc.stderr
+
+
+def test_a_notebook_nested_deeper_than_json_reads_is_the_students_error_not_the_graders(tmp_path):
+    """Valid JSON, its metadata 200,000 lists deep (the red team's): json.loads raised RecursionError,
+    a grader fault retried on every batch run, and `grader similarity` compared nobody."""
+    path = tmp_path / "attention.ipynb"
+    path.write_text('{"cells": [], "metadata": {"x": ' + "[" * 200_000 + "]" * 200_000 + "}}")
+    with pytest.raises(SubmissionError, match="its JSON nests too deeply to read"):
+        load_submission(str(path))

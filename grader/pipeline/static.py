@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import ast
 import functools
-import threading
 from dataclasses import dataclass
 
 from grader.catalog.spec import Forbidden
 from grader.pipeline import dead_code
 from grader.submission.loader import salvage
+from grader.submission.reading import parse
 
 ALWAYS = Forbidden(
     name="importing the grader or the solutions",
@@ -161,15 +161,8 @@ def _reachable(index: _Index, function: str, replaced: tuple[str, ...]) -> list[
 def parsed(source: str) -> ast.Module:
     """The student's module parsed once per grading process, not once per exercise and question (the
     scan, the line of a function, the imports): callers read the tree, never change it. Raises
-    SyntaxError (ValueError for null bytes) as ast.parse does. One parse at a time: CPython 3.11
-    counts the depth of the tree it builds per interpreter, not per thread, and two threads parsing
-    at once can fail with "SystemError: AST constructor recursion depth mismatch"
-    (python/cpython#106905; a grader fault in a Dask worker grading two exercises at once)."""
-    with _PARSING:
-        return ast.parse(source)
-
-
-_PARSING = threading.Lock()
+    SyntaxError (ValueError for null bytes) as grader.submission.reading.parse does."""
+    return parse(source)
 
 
 def imported_modules(module: str, files: dict[str, str]) -> list[str]:

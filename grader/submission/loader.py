@@ -20,7 +20,7 @@ from grader.errors import SubmissionError
 from grader.student_text import file_name
 from grader.submission.limits import MAX_FILE, MAX_FILES
 from grader.submission.notebook import MAX_NOTEBOOK, notebook_source
-from grader.submission.reading import Room, at_most, decoded, nested
+from grader.submission.reading import TOP_LEVEL, Room, TooDeep, at_most, decoded, nested, parse
 
 __all__ = ["Submission", "SubmissionError", "load_submission", "on_disk", "salvage", "salvage_for_importers"]
 
@@ -194,7 +194,6 @@ def _from_zip(path: str) -> Submission:
 
 _SAFE_TOP = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _BOUNDARY = re.compile(r"^(?:@|def |async def |class )")
-_TOP_LEVEL = re.compile(r"^(?!else\b|elif\b|except\b|finally\b)[^\s#)\]}]")   # a new top-level statement
 MAX_REPAIRS = 20
 
 
@@ -228,7 +227,7 @@ def salvage_for_importers(source: str, module: str, why: str, keep_assignments: 
         lines[index] = f"def {name}(*args, **kwargs): raise ImportError({said!r})"
     fixed = "\n".join(lines) + "\n"
     try:
-        ast.parse(fixed)
+        parse(fixed)
     except SyntaxError:     # a stand-in landed inside what the salvage guessed wrong: none, then
         return salvage(source, keep_assignments)[0]
     return fixed
@@ -242,14 +241,16 @@ def _salvage(source: str, keep_assignments: bool = False) -> tuple[list[str], li
     lost: list[tuple[int, str]] = []
     for _ in range(MAX_REPAIRS):
         try:
-            tree = ast.parse("\n".join(lines))
+            tree = parse("\n".join(lines))
             break
         except SyntaxError as e:
             line = max(1, min(e.lineno or 1, len(lines)))
             start = next((i for i in range(line - 1, -1, -1) if _BOUNDARY.match(lines[i])), 0)
             while start > 0 and lines[start - 1].startswith("@"):
                 start -= 1
-            end = next((i for i in range(line, len(lines)) if _TOP_LEVEL.match(lines[i])), len(lines))
+            end = next((i for i in range(line, len(lines)) if TOP_LEVEL.match(lines[i])), len(lines))
+            if isinstance(e, TooDeep):          # where it is, exactly: the statement that holds it
+                start, end = line - 1, max(line, min(e.end_lineno or line, len(lines)))
             dropped.append(f"lines {start + 1}-{end}: syntax error ({e.msg}, line {line})")
             lost += [(i, m.group(1)) for i in range(start, end) if (m := _DEFINITION.match(lines[i]))]
             lines[start:end] = [""] * (end - start)

@@ -27,6 +27,7 @@ import tokenize
 from grader.errors import SubmissionError
 from grader.student_text import encodable
 from grader.submission.limits import MAX_FILE
+from grader.submission.reading import parse
 
 MAX_NOTEBOOK = 64 << 20          # notebooks carry outputs (plots): far larger than their code
 # Cell magics whose body is Python: the body is kept, the magic line commented out.
@@ -87,6 +88,9 @@ def _read_cells(path: str, raw: bytes | None = None) -> tuple[list[dict], str]:
         raise SubmissionError(f"{path}: not a readable Jupyter notebook: its JSON is broken at line {e.lineno}, "
                               f"column {e.colno} ({e.msg}); the file was probably cut short or edited by "
                               f"hand; {FIX}") from None
+    except (RecursionError, MemoryError):      # valid JSON nested deeper than the decoder goes (the red team's)
+        raise SubmissionError(f"{path}: not a readable Jupyter notebook: its JSON nests too deeply to read (a "
+                              f"notebook's cells and metadata are a few levels deep); {FIX}") from None
     if not isinstance(data, dict):
         raise SubmissionError(f"{path}: valid JSON but not a Jupyter notebook (a notebook is a JSON object "
                               f"with a \"cells\" list); {FIX}")
@@ -175,7 +179,7 @@ def _blank(lines: list[str], start: int, end: int, why: str) -> None:
 def _drop_grader_calls(lines: list[str]) -> None:
     """Comment out top-level `from grader.notebook import ...` and calls of what it imported."""
     try:
-        tree = ast.parse("\n".join(lines))
+        tree = parse("\n".join(lines))
     except SyntaxError:
         return                  # the sandbox's salvage deals with cells that do not parse
     names: set[str] = set()

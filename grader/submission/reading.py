@@ -1,9 +1,13 @@
 """What the loader (grader.submission.loader) needs to read a submission's files and say what it
-passed over: a source's bytes as the text Python reads, the room its files have together, the
-modules in a folder inside it, and a bounded list of what it had to say."""
+passed over: a source's bytes as the text Python reads, its tree as Python builds it (`parse`,
+for every reader of a student's source), the room its files have together, the modules in a
+folder inside it, and a bounded list of what it had to say."""
 from __future__ import annotations
 
+import ast
 import os
+import re
+import threading
 
 from grader.submission.limits import MAX_FILES, MAX_TOTAL
 
@@ -64,3 +68,49 @@ def at_most(problems: list[str], shown: int = 12) -> tuple[str, ...]:
     """The first `shown` problems, and how many more (an archive of a thousand links says it once)."""
     more = len(problems) - shown
     return tuple(problems[:shown]) + ((f"... and {more} more like these",) if more > 0 else ())
+
+
+_PARSING = threading.Lock()
+TOP_LEVEL = re.compile(r"^(?!else\b|elif\b|except\b|finally\b)[^\s#)\]}]")   # a line that starts a top-level statement
+
+
+def parse(source: str) -> ast.Module:
+    """ast.parse of a student's source, for any grader code that reads one. Raises SyntaxError
+    (ValueError for null bytes) as ast.parse does, and TooDeep, a SyntaxError at the top-level
+    statement that holds it, where the source nests too deeply for ast.parse: the red team's
+    `x = 1+1+...` of 200,000 terms raised RecursionError, a grader fault for the whole module. The
+    salvage drops that statement as it drops a syntax error. (Python's own import compiles in C and
+    takes a little more: 2,990 terms import, and the child grades the module as written.)
+    One parse at a time: CPython 3.11 counts the depth of the tree it builds per interpreter, not
+    per thread, and two threads parsing at once can fail with "SystemError: AST constructor
+    recursion depth mismatch" (python/cpython#106905; a grader fault in a Dask worker grading two
+    exercises at once)."""
+    with _PARSING:
+        try:
+            return ast.parse(source)
+        except (RecursionError, MemoryError):
+            pass
+        first, last = _too_deep(source)
+    raise TooDeep(TooDeep.WHY, ("<student>", first, 1, "", last, 1))
+
+
+class TooDeep(SyntaxError):
+    """A source ast.parse cannot take for its depth, at the top-level statement lineno..end_lineno
+    that holds it (or from line 1 to the end, when no statement alone does)."""
+
+    WHY = "too deeply nested for Python to read: split the expression into steps"
+
+
+def _too_deep(source: str) -> tuple[int, int]:
+    """The first and last line of the top-level statement that nests too deeply (1 and the last
+    line when none alone does)."""
+    lines = source.splitlines()
+    starts = [i for i, text in enumerate(lines, 1) if TOP_LEVEL.match(text)]
+    for first, after in zip(starts, [*starts[1:], len(lines) + 1]):
+        try:
+            ast.parse("\n".join(lines[first - 1:after - 1]))
+        except (RecursionError, MemoryError):
+            return first, after - 1
+        except (SyntaxError, ValueError):
+            continue
+    return 1, max(len(lines), 1)

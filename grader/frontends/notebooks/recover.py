@@ -16,6 +16,8 @@ import textwrap
 import types
 from typing import Any, Callable
 
+from grader.submission.reading import parse
+
 MAX_HELPERS = 50
 
 
@@ -46,8 +48,8 @@ def _source(fn) -> tuple[str, int] | None:
 def _renamed(text: str, old: str, new: str) -> str | None:
     """`text` with its function renamed (a student may pass `check("...causal_mask", my_mask)`)."""
     try:
-        tree = ast.parse(text)
-    except SyntaxError:
+        tree = parse(text)
+    except (SyntaxError, ValueError):
         return None
     node = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
     if node is None:
