@@ -1,10 +1,12 @@
 """Finding a class's submissions: folders, zips and nbgrader's submitted/<student>/<assignment>/,
 and the content hash that decides what a re-run regrades."""
 import os
+import zipfile
 
 import pytest
 
 from fixtures.batch.build import make_class
+from grader.frontends.batch import discover as discover_module
 from grader.frontends.batch.discover import content_hash, discover, folder_name
 
 
@@ -85,6 +87,25 @@ def test_content_hash_follows_content_not_time(tmp_path):
     (root / "alice" / "notes.txt").rename(root / "alice" / "notes2.txt")
     assert content_hash(str(root / "alice")) != changed      # names count, not only bytes
     assert content_hash(str(root / "bob.zip")) == b
+
+
+def test_a_zip_is_hashed_whole_whatever_its_size(tmp_path, monkeypatch):
+    """Files larger than any the loader reads are fingerprinted by size (here: above 100 bytes), but a
+    zip is read by the loader: the red team padded theirs past 64 MiB, swapped its attention.py for
+    one of the same length, and the rerun kept the old grade."""
+    monkeypatch.setattr(discover_module, "HASH_WHOLE_FILE", 100)
+
+    def zipped(text):
+        with zipfile.ZipFile(tmp_path / "mallory.zip", "w") as zf:
+            zf.writestr("attention.py", text)
+        return content_hash(str(tmp_path / "mallory.zip"))
+    assert zipped("def causal_mask(T):\n    return 1\n" * 20) != zipped("def causal_mask(T):\n    return 2\n" * 20)
+    folder = tmp_path / "bob"
+    folder.mkdir()
+    (folder / "data.bin").write_bytes(b"a" * 1000)
+    before = content_hash(str(folder))
+    (folder / "data.bin").write_bytes(b"b" * 1000)
+    assert content_hash(str(folder)) == before          # a dataset beside the modules: its size stands for it
 
 
 def test_folder_names_are_safe_and_distinct():

@@ -17,10 +17,15 @@ import re
 from dataclasses import dataclass, replace
 
 from grader.student_text import file_name
+from grader.submission.limits import MAX_FILE
+from grader.submission.notebook import MAX_NOTEBOOK
 
 SOURCE_SUFFIXES = (".py", ".ipynb")
 IGNORED = {"__pycache__", ".ipynb_checkpoints", "__MACOSX", ".DS_Store", ".git"}
-HASH_WHOLE_FILE = 64 << 20      # larger files are fingerprinted by name and size only
+# A folder's file larger than any the loader reads is fingerprinted by name and size only (a dataset
+# beside the modules). A zip is hashed whole, whatever its size: the loader reads its members, and a
+# 65 MiB zip fingerprinted by its size kept its old grade when the red team swapped a module inside.
+HASH_WHOLE_FILE = max(MAX_FILE, MAX_NOTEBOOK)
 
 
 @dataclass(frozen=True)
@@ -129,7 +134,7 @@ def content_hash(path: str) -> str:
     h = hashlib.sha256()
     if os.path.isfile(path):
         h.update(b"file\0")
-        _hash_file(h, path)
+        _hash_file(h, path, whole=True)
         return h.hexdigest()
     for dirpath, dirnames, filenames in os.walk(path):
         dirnames[:] = sorted(d for d in dirnames if d not in IGNORED)
@@ -146,10 +151,10 @@ def content_hash(path: str) -> str:
     return h.hexdigest()
 
 
-def _hash_file(h, path: str) -> None:
+def _hash_file(h, path: str, whole: bool = False) -> None:
     size = os.path.getsize(path)
     h.update(str(size).encode() + b"\0")
-    if size > HASH_WHOLE_FILE:
+    if size > HASH_WHOLE_FILE and not whole:
         return
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
