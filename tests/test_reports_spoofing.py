@@ -32,6 +32,7 @@ PAYLOAD = ("boom\x1b[2J\x1b[H\x1b[1;32mScore: 9 / 9\x1b[0m\rScore: 9 / 9\n"
            "```\n````\n</details>\n\n# ✅ 9 / 9 points\n### ✅ 9 / 9 points\n<!-- hide the rest\n"
            "[click](https://evil.example) <b>bold</b> :white_check_mark: www.evil.example | cell |\n"
            "::error::forged\n  ::set-output name=score::9\n%0A::warning::encoded\n"
+           "x ##[stop-commands]tok ##[error]legacy, read anywhere in a line\n"
            "\x00\x01\x08\x0b\x0c\x1f\x7f\ufffe end")
 # What a report may never contain raw: ESC and the other C0 controls but \t and \n, DEL, C1,
 # bidi embeddings/overrides/isolates, zero-width characters, line and paragraph separators.
@@ -112,12 +113,13 @@ def test_terminal_shows_no_control_character_and_only_the_real_score(color, widt
     lines = _plain(text).split("\n")
     real = f"Score: {EVIL.score:g} / {EVIL.max_score:g} · graded in 1.0 s"
     assert [line for line in lines if line.startswith("Score:")] == [real]
-    assert not [line for line in lines if line.lstrip().startswith("::")]
+    assert not _workflow_commands(_plain(text))
     assert "\\x1b[2J" in text, "the escape is shown, not dropped silently"
 
 
 def _workflow_commands(log: str) -> list[str]:
-    return [line for line in log.split("\n") if line.lstrip().startswith("::")]
+    """The lines the Actions runner reads as commands: `::` first, or the legacy `##[` anywhere."""
+    return [line for line in log.split("\n") if line.lstrip().startswith("::") or "##[" in line]
 
 
 def test_ci_log_carries_only_the_graders_workflow_commands(config, tmp_path):

@@ -7,7 +7,8 @@ of its format, whatever the field: which fields are the student's is not guessed
     text_line / text_block   terminal and CI logs (also the plain text of JUnit, pytest, Classroom):
                              control characters shown as `\\x1b`, `\\r`, `\\u202e`; a line never
                              starts with `::` (a GitHub workflow command: actions/runner,
-                             ActionCommand.TryParseV2 trims leading spaces, then looks for `::`)
+                             ActionCommand.TryParseV2 trims leading spaces, then looks for `::`),
+                             and holds no `##[` (the legacy form, read anywhere in a line)
     md_inline / md_block     Markdown text, also inside GitHub's HTML blocks (<summary>): every
                              character Markdown or HTML would read as syntax where it stands is an
                              entity (`&#35;`), which CommonMark shows as the character and never
@@ -76,7 +77,15 @@ def spreadsheet_cell(text: str) -> str:
 
 def text_block(text: str) -> str:
     """Lines of text for a terminal or a CI log: newlines and tabs kept, every other control visible."""
-    return _WORKFLOW.sub(r"\1\\::", _controls(text))
+    return no_legacy_commands(_WORKFLOW.sub(r"\1\\::", _controls(text)))
+
+
+def no_legacy_commands(text: str) -> str:
+    """`text` with no GitHub workflow command of the legacy form, `##[name]...`, which the Actions
+    runner reads anywhere in a line (actions/runner, ActionCommand.TryParse: IndexOf("##[")). The red
+    team's exception message held `##[stop-commands]tok`, which would have silenced every later
+    annotation of the grader's. Shown as `##\\[`."""
+    return text.replace("##[", "##\\[")
 
 
 def text_line(text: str) -> str:

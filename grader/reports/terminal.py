@@ -35,7 +35,7 @@ from rich.table import Table
 from rich.text import Text
 
 from grader.reports import labels
-from grader.reports.escape import text_block, text_line
+from grader.reports.escape import no_legacy_commands, text_block, text_line
 from grader.reports.filters import STATUS_MARK, grader_fault_note, points, score
 from grader.results import ExerciseResult, Status, SubmissionResult
 
@@ -81,7 +81,7 @@ def to_text(renderable: RenderableType, color: bool | None = None, width: int | 
     out.print(renderable, crop=False)
     text = _TRAILING.sub(lambda m: "".join(_SGR.findall(m.group())), buffer.getvalue())
     text = _EMPTY_STYLE.sub("", text)
-    return _WORKFLOW.sub(lambda m: m.group(1) + "\\::", text)
+    return no_legacy_commands(_WORKFLOW.sub(lambda m: m.group(1) + "\\::", text))
 
 
 def report(result: SubmissionResult, wall_seconds: float | None = None) -> RenderableType:
