@@ -79,6 +79,29 @@ def test_gradescope_entries_split_hidden_points_and_follow_visibility():
         assert {"name", "score", "max_score", "status", "output", "output_format", "visibility"} <= set(t)
 
 
+@pytest.mark.parametrize("visibility", ["hidden", "after_due_date", "after_published", "visible"])
+def test_gradescopes_visible_entry_says_nothing_of_the_hidden_cases(visibility):
+    """The red team's code raised a built-in exception chosen by the hidden input; the visible entry's
+    headline named it ("9 of 10 cases passed; first failure: hidden 5 — raised TypeError") while the
+    hidden entry was hidden. The visible entry, its status and the total line are of the public cases."""
+    cases = (CaseResult("T=4", Status.PASSED), CaseResult("T=1", Status.PASSED),
+             CaseResult("hidden 1", Status.PASSED, hidden=True),
+             CaseResult("hidden 2", Status.ERROR, hidden=True, message="raised TypeError", diagnosis="scale missing"))
+    e = ExerciseResult(id="attention.causal_mask", status=Status.ERROR, points=0.75, max_points=1.0, cases=cases,
+                       message="3 of 4 cases passed; first failure: hidden 2 — raised TypeError",
+                       diagnosis="scale missing")
+    data = results_json(SubmissionResult(submission="s", exercises=(e,)), hidden_visibility=visibility)
+    public, hidden = data["tests"]
+    assert public["status"] == "passed" and public["output"].startswith("all 2 public cases passed")
+    assert "hidden" not in public["output"] and "TypeError" not in public["output"] and "scale" not in public["output"]
+    assert hidden["visibility"] == visibility and "hidden 2: error — raised TypeError" in hidden["output"]
+    assert data["score"] == pytest.approx(0.75)
+    if visibility == "visible":
+        assert data["output"].startswith("0.75 / 1 points")
+    else:
+        assert data["output"].startswith("0.5 / 0.5 points on the public cases; the hidden cases' 0.5 points")
+
+
 def test_html_shows_heatmaps_and_diagnosis_of_a_real_mistake(sdpa_mistake):
     html = render(sdpa_mistake, "html")
     assert "softmax over the wrong dim" in html

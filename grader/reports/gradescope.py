@@ -2,7 +2,9 @@
 
 One correctness entry per exercise, `name` = the exercise id. When hidden cases ran, their
 share of the exercise's points is a separate entry `<id> [hidden cases]` whose visibility
-follows the configuration, and whose output never shows inputs or expected values.
+follows the configuration, and whose output never shows inputs or expected values; the
+visible entry, and the total line where the hidden entries are not visible, are of the public
+cases alone (Otter's "Public Tests" box does the same).
 Performance results become their own entries and `leaderboard` rows. With a late verdict (a
 batch's [deadline], grader.deadlines.view) the top-level `score`, which Gradescope takes over the
 tests' total, is the final score; `output` and `extra_data` state the raw score and the penalty.
@@ -37,13 +39,45 @@ def _case_lines(e: ExerciseResult, hidden: bool) -> list[str]:
 
 
 def _output(e: ExerciseResult, hidden: bool) -> str:
-    parts = [md_block(e.message)] if not hidden else []
-    if e.diagnosis and not hidden:
+    parts = [md_block(_public_headline(e))] if not hidden else []
+    if e.diagnosis and not hidden and (not _has_hidden(e) or any(c.diagnosis == e.diagnosis for c in e.cases
+                                                                   if not c.hidden)):
         parts.append(f"Looks like: {md_inline(e.diagnosis)}")
     parts += _case_lines(e, hidden)
     if not hidden:
         parts += [f"Note: {md_inline(n)}" for n in e.notes]
     return "\n".join(parts)
+
+
+def _has_hidden(e: ExerciseResult) -> bool:
+    return any(c.hidden for c in e.cases)
+
+
+def _public_passed(e: ExerciseResult) -> bool:
+    """The visible entry's status: with hidden cases, of the public cases alone."""
+    if not _has_hidden(e) or e.status in _WHOLE_EXERCISE:
+        return e.passed
+    return all(c.status is Status.PASSED for c in e.cases if not c.hidden)
+
+
+# Statuses said of the exercise as a whole, whatever its cases did
+_WHOLE_EXERCISE = (Status.FORBIDDEN, Status.GRADER_FAULT)
+
+
+def _public_headline(e: ExerciseResult) -> str:
+    """The exercise's verdict as its visible entry says it. With hidden cases, of the public cases
+    alone, as Gradescope's visibility of the hidden entry asks: the whole exercise's headline counted
+    the hidden cases and could name one as the first failure (the red team's code raised a built-in
+    exception chosen by the hidden input, named in the visible entry)."""
+    if not _has_hidden(e) or e.status in _WHOLE_EXERCISE:
+        return e.message
+    public = [c for c in e.cases if not c.hidden]
+    passed = sum(c.status is Status.PASSED for c in public)
+    if passed == len(public):
+        return f"all {len(public)} public cases passed"
+    first = next(c for c in public if c.status is not Status.PASSED)
+    said = first.message.splitlines()[0] if first.message else first.status.value
+    return f"{passed} of {len(public)} public cases passed; first failure: {first.name} — {said}"
 
 
 def _share(e: ExerciseResult, cases, total: int) -> float:
@@ -67,7 +101,7 @@ def results_json(result: SubmissionResult, hidden_visibility: str = "after_publi
             public_share = e.max_points * len(public) / total
             public_score = _share(e, public, total)
         tests.append({"name": name, "score": round(public_score, 4), "max_score": round(public_share, 4),
-                      "status": "passed" if e.passed else "failed", "output": _output(e, False),
+                      "status": "passed" if _public_passed(e) else "failed", "output": _output(e, False),
                       "output_format": "md", "visibility": "visible", "tags": [module]})
         if hidden:
             share = e.max_points * len(hidden) / total
@@ -92,7 +126,8 @@ def results_json(result: SubmissionResult, hidden_visibility: str = "after_publi
     out: dict[str, Any] = {
         "score": score,
         "max_score": round(sum(t["max_score"] for t in tests), 4),
-        "output": f"{score:g} / {result.max_score:g} points" + (_late_lines(late, result.max_score) if late else "")
+        "output": _total_line(score, result.max_score, tests, hidden_visibility)
+                  + (_late_lines(late, result.max_score) if late else "")
                   + "".join(f"\n{text_block(err)}" for err in result.errors)
                   + (f"\n{text_line(fault)}" if fault else ""),
         "output_format": "text",
@@ -108,6 +143,23 @@ def results_json(result: SubmissionResult, hidden_visibility: str = "after_publi
     if leaderboard:
         out["leaderboard"] = leaderboard
     return out
+
+
+_SHOWN = {"after_due_date": "after the due date", "after_published": "when grades are published",
+          "hidden": "to your instructor only"}
+
+
+def _total_line(score: float, max_score: float, tests: list[dict[str, Any]], visibility: str) -> str:
+    """The submission's points as the student sees them: where the hidden cases' entries are not
+    visible, the public entries' points, and when the hidden ones are shown (the total would tell
+    how the hidden cases went)."""
+    hidden = [t for t in tests if "hidden" in t["tags"]]
+    if not hidden or visibility == "visible":
+        return f"{score:g} / {max_score:g} points"
+    public = [t for t in tests if "hidden" not in t["tags"]]
+    return (f"{round(sum(t['score'] for t in public), 4):g} / {round(sum(t['max_score'] for t in public), 4):g} "
+            f"points on the public cases; the hidden cases' "
+            f"{round(sum(t['max_score'] for t in hidden), 4):g} points are shown {_SHOWN[visibility]}")
 
 
 def _late_lines(late, max_score: float) -> str:
