@@ -4,8 +4,10 @@ notebooks are compared on their code cells, starter code is subtracted, a previo
 compared with this one only, and hostile text stays text in every page."""
 from __future__ import annotations
 
+import base64
 import shutil
 import tempfile
+import zlib
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -13,6 +15,7 @@ import pytest
 from copydetect.utils import filter_code
 
 from grader.similarity import SimilarityError, Settings, Term, check, render, validate
+from grader.similarity.sources import code_made_at_run_time
 from test_similarity_disguise import (HOSTILE_ID, PAYLOAD, ROOT, disguise, make_class, make_previous_term, rename,
                                       reverse_functions)
 
@@ -211,3 +214,23 @@ def test_control_characters_in_an_id_are_shown_not_obeyed(klass, tmp_path):
     files = render.render(check(entries(tmp_path), ["rnn"], [STUBS]))
     for name in ("index.html", "pairs/rnn-1.html"):
         assert "\u202e" not in files[name] and "eve\\u202etxt.exe" in files[name]
+
+
+def test_code_run_from_a_value_is_said_not_compared(tmp_path):
+    """The red team's copy was exec(zlib.decompress(base64.b64decode('...'))): one string to the
+    fingerprints, below the floor, never listed. What such a call runs is provably not in the text:
+    the report says so, by student and line. Python's own exec, eval, compile and marshal.loads only:
+    re.compile(PATTERN), torch.compile(model), model.eval() and exec("x = 1") are not named."""
+    source = (ROOT / "solutions" / "rnn.py").read_text()
+    packed = base64.b64encode(zlib.compress(source.encode())).decode()
+    for name, text in (("a", source), ("b", source),
+                       ("m", f"import base64, zlib\nexec(zlib.decompress(base64.b64decode('{packed}')))\n")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "rnn.py").write_text(text)
+    report = check(entries(tmp_path), ["rnn"], [STUBS])
+    assert [n for n in report.notes if "runs code made at run time" in n] == [
+        "m: rnn runs code made at run time (exec at line 2): what that code is was not in its text and was not "
+        "compared; read it by hand"]
+    assert not code_made_at_run_time("import re, torch\nP = re.compile(x)\nm = torch.compile(f)\nmodel.eval()\n"
+                                     "exec('x = 1')\njson.loads(s)\n")
+    assert code_made_at_run_time("import marshal\nf = marshal.loads(b)\n") == "marshal.loads at line 2"

@@ -7,6 +7,7 @@ naming the student and the reason, never the end of the check.
 """
 from __future__ import annotations
 
+import ast
 import os
 from dataclasses import dataclass
 from typing import Iterable, Mapping
@@ -15,6 +16,7 @@ from grader.errors import SubmissionError
 from grader.similarity.fingerprints import prepare
 from grader.similarity.records import Document, Term
 from grader.submission.loader import load_submission
+from grader.submission.reading import parse
 
 MAX_CHARS = 200_000         # of one module: an exercise module is a few thousand characters
 
@@ -58,9 +60,47 @@ def read_class(submissions: Mapping[str, str], modules: Iterable[str], term: Ter
                 notes.append(f"{student}{where}: {module} has {len(text):,} characters; only the first "
                              f"{MAX_CHARS:,} were compared")
                 text = text[:MAX_CHARS]
+            hidden = code_made_at_run_time(text)
+            if hidden:
+                notes.append(f"{student}{where}: {module} runs code made at run time ({hidden}): what that code "
+                             "is was not in its text and was not compared; read it by hand")
             documents.append(Document(student, term, module, prepare(text),
                                       submission.origin.get(module, path)))
     return ClassTexts(tuple(documents), tuple(students), tuple(notes))
+
+
+# Calls that run code given as a value: what they run is not in the text that is compared.
+_RUNS_CODE = {"exec", "eval", "compile", "loads"}      # loads: marshal.loads (code objects); json's runs none
+
+
+def code_made_at_run_time(text: str) -> str:
+    """Where the module runs code that its text does not hold ("exec at line 3"), "" when it does
+    not (or cannot be read). The red team's copy was exec(zlib.decompress(base64.b64decode('...'))):
+    one string to the fingerprints, far below the floor, and full marks. Only calls of exec, eval
+    and compile on anything but a string written out, and marshal.loads, are named: what they run
+    is provably not in the text (Python's own: re.compile or torch.compile are not); any other way
+    to hide code is not guessed at."""
+    try:
+        tree = parse(text)
+    except (SyntaxError, ValueError):
+        return ""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        if name not in _RUNS_CODE:
+            continue
+        owner = func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else ""
+        if owner != ("marshal" if name == "loads" else "builtins") and isinstance(func, ast.Attribute):
+            continue                    # re.compile, torch.compile, json.loads: not Python's own
+        if name == "loads" and not owner:
+            continue
+        if name != "loads" and node.args and isinstance(node.args[0], ast.Constant) and isinstance(
+                node.args[0].value, str):
+            continue                    # exec("x = 1"): the code is in the text
+        return f"{owner + '.' if owner else ''}{name} at line {node.lineno}"
+    return ""
 
 
 def read_boilerplate(paths: Iterable[str], modules: Iterable[str], course: Iterable[str] = ()
