@@ -20,7 +20,8 @@ collector, never a Package (whose setup imports its `__init__.py`), and for each
 plugin's collector replaces whatever other plugins made of it (pytest's python plugin makes a
 Module, which imports the file, for a file named on the command line; doctest makes a
 DoctestModule). A file that does not parse is graded like any other: the grader's feedback, no
-collection error.
+collection error. A `conftest.py` is pytest's own: pytest imports it in its process before any
+plugin is asked, so in a copy the student controls, pytest's outcome is not a grade (docs/ci.md).
 
 Grading is one grader.api.grade call (the sandboxed engine) per submission folder and session, for all
 exercise items selected after -m/-k/deselection, on the first item's run; every item reads
