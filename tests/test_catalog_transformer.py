@@ -387,25 +387,14 @@ def test_capstone_fails_a_model_without_positional_encoding(graded):
 
 
 @pytest.mark.slow
-def test_capstone_fails_a_forward_that_reads_the_answer_off_its_input(graded):
+@pytest.mark.parametrize("variant", ["reads_the_answer", "reads_the_answer_and_hides_the_weights"])
+def test_capstone_fails_a_forward_that_reads_the_answer_off_its_input(graded, variant):
     """Reversal's answer is in src_ids: a forward that returns it predicts 100% with weights that learnt
-    nothing; run by nn.Transformer, those weights are near chance."""
-    functions = {"transformer.transformer_forward": _mistake("transformer", "transformer_forward",
-                                                             "reads_the_answer")}
-    e = graded("capstone_reads_the_answer", functions, ["transformer.transformer_forward"], specs=SPECS)[
-        "transformer.transformer_forward"]
-    case = next(c for c in e.cases if "capstone" in c.name)
-    assert case.status is Status.FAILED and "predicts 100.0%" in case.message, case.message
-    assert "must solve the task as a transformer too" in case.message and e.points == 0
-
-
-@pytest.mark.slow
-def test_capstone_checks_the_weights_it_trained_whatever_the_forward_does_to_its_params(graded):
-    """The forward pops weights out of the params it is handed: the driver still returns the model it
-    trained, and the parent still runs it as nn.Transformer."""
-    functions = {"transformer.transformer_forward": _mistake("transformer", "transformer_forward",
-                                                             "reads_the_answer_and_hides_the_weights")}
-    e = graded("capstone_hides_the_weights", functions, ["transformer.transformer_forward"], specs=SPECS)[
+    nothing; run by nn.Transformer, those weights are near chance. The red team's also popped W_out
+    from the params it was handed: the driver still returns the model it trained, and the parent
+    still runs it as nn.Transformer."""
+    functions = {"transformer.transformer_forward": _mistake("transformer", "transformer_forward", variant)}
+    e = graded(f"capstone_{variant}", functions, ["transformer.transformer_forward"], specs=SPECS)[
         "transformer.transformer_forward"]
     case = next(c for c in e.cases if "capstone" in c.name)
     assert case.status is Status.FAILED and "predicts 100.0%" in case.message, case.message
