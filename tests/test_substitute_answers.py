@@ -97,3 +97,14 @@ def test_a_students_function_that_returns_a_plain_tuple_or_fails_leaves_a_plain_
             _ = recorded("pair", lambda a, b: (a, b), set(), own)(1, 2)["first"]
     assert type(recorded("pair", lambda a, b: (a, b), set())(1, 2)) is tuple     # no function of theirs
     assert type(recorded("one", lambda a: [a], set(), _own([]))(1)) is list        # only tuples are answered
+
+
+def test_a_namedtuples_own_methods_read_as_the_students_type():
+    """A correct lstm_forward wrote `state._replace(h=...)` on its own namedtuple lstm_cell's answer
+    (a red team's): under the substitute it raised, and lost its points. A namedtuple's methods read
+    as the student's type does; `_fields`, which libraries probe, stays a plain tuple's."""
+    calls: list = []
+    value = recorded("pair", lambda a, b: (a * 10, b * 10), set(), _own(calls))(1, 2)
+    assert not hasattr(value, "_fields") and calls == []
+    assert value._replace(second=5) == Pair(10, 5) and type(value._replace(second=5)) is Pair
+    assert value._asdict() == {"first": 10, "second": 20} and calls == [(1, 2)]

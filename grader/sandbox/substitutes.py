@@ -89,6 +89,13 @@ class _OwnShape:
         return self.shape
 
 
+# A namedtuple's own methods, which only code that knows its type calls: `state._replace(h=h)` reads
+# as the student's namedtuple would (a red team's correct lstm_forward lost its points on it). Other
+# names with "_" stay a plain tuple's, so probes (`hasattr(x, "_fields")`, `__array__`) never run
+# the student's function.
+_NAMEDTUPLE_METHODS = frozenset({"_replace", "_asdict", "_make"})
+
+
 class _Answer(tuple):
     """A substitute's tuple: a plain tuple in every way (it travels, copies and compares as one),
     except that what a tuple lacks (an attribute, a key that is not an index) is read from the same
@@ -108,7 +115,7 @@ class _Answer(tuple):
             return None
 
     def __getattr__(self, attr: str) -> Any:
-        theirs = self._theirs() if not attr.startswith("_") else None
+        theirs = self._theirs() if not attr.startswith("_") or attr in _NAMEDTUPLE_METHODS else None
         if theirs is None:
             raise AttributeError(f"'tuple' object has no attribute {attr!r}")
         return getattr(theirs, attr)
