@@ -8,6 +8,12 @@ from grader.catalog.spec import Forbidden
 # The ATen names cover every kernel a convolution reaches (convolution, _convolution,
 # mkldnn_convolution, thnn_conv2d, slow_conv*, conv_depthwise2d, ...); legitimate building
 # blocks (im2col from F.unfold, unfold, as_strided, mm/bmm from einsum) contain none of them.
+# NumPy's and SciPy's convolutions compute it as well, where neither the ATen net nor the kernel
+# counters see (they watch libtorch): a red team's conv1d summed np.correlate over the channels.
+_OTHER_LIBRARIES = ("numpy.convolve", "numpy.correlate", "scipy.signal.convolve", "scipy.signal.correlate",
+                    "scipy.signal.convolve2d", "scipy.signal.correlate2d", "scipy.signal.fftconvolve",
+                    "scipy.signal.oaconvolve", "scipy.ndimage.convolve", "scipy.ndimage.correlate",
+                    "scipy.ndimage.convolve1d", "scipy.ndimage.correlate1d")
 CONVOLUTION = Forbidden(
     name="library convolution",
     rationale="this exercise is the convolution itself: slide the kernel yourself (unfold, einsum, matmul or "
@@ -17,11 +23,15 @@ CONVOLUTION = Forbidden(
             "torch.nn.functional.conv_transpose3d", "torch.nn.functional.conv_tbc", "torch.conv1d", "torch.conv2d",
             "torch.conv3d", "torch.conv_transpose1d", "torch.conv_transpose2d", "torch.conv_tbc",
             "torch.convolution", "torch._convolution", "torch.nn.Conv1d", "torch.nn.Conv2d", "torch.nn.Conv3d",
-            "torch.nn.ConvTranspose1d", "torch.nn.ConvTranspose2d", "torch.nn.LazyConv1d", "torch.nn.LazyConv2d"),
+            "torch.nn.ConvTranspose1d", "torch.nn.ConvTranspose2d", "torch.nn.LazyConv1d", "torch.nn.LazyConv2d",
+            *_OTHER_LIBRARIES),
     patch=("torch.nn.functional.conv1d", "torch.nn.functional.conv2d", "torch.nn.functional.conv3d",
            "torch.nn.functional.conv_transpose1d", "torch.nn.functional.conv_transpose2d", "torch.conv1d",
            "torch.conv2d", "torch.conv3d", "torch.conv_transpose1d", "torch.conv_transpose2d", "torch.convolution",
-           "torch._convolution", "torch.nn.Conv1d", "torch.nn.Conv2d", "torch.nn.Conv3d"),
+           "torch._convolution", "torch.nn.Conv1d", "torch.nn.Conv2d", "torch.nn.Conv3d",
+           # NumPy is loaded with torch; its C entry under np.correlate and np.convolve too
+           "numpy.convolve", "numpy.correlate", "numpy._core.multiarray.correlate",
+           "numpy._core.multiarray.correlate2"),
     aten=("convolution", "conv1d", "conv2d", "conv3d", "conv_tbc", "slow_conv", "conv_depthwise", "conv_transpose"),
     # the entries every conv* reaches, and the backend kernels torch.ops.aten can call directly
     native=_at("convolution", "_convolution", "conv_tbc", *(f"conv{k}{d}d_symint" for k in ("", "_transpose")
