@@ -27,6 +27,17 @@ def test_from_import_and_getattr_literal():
     assert forbidden_hits(src, "b", (SDPA,))
 
 
+def test_a_syntax_error_elsewhere_leaves_the_scan_on_for_what_the_salvage_keeps():
+    """A syntax error anywhere in the module turned the static scan off for all of it (a red team's
+    finding): the salvage's code, which the child grades then, is scanned."""
+    src = ("import torch.nn.functional as F\n"
+           "def scaled_dot_product_attention(Q, K, V, mask=None):\n"
+           "    return F.scaled_dot_product_attention(Q, K, V)\n\n"
+           "def causal_mask(T):\n    return T +\n")
+    (hit,) = forbidden_hits(src, "scaled_dot_product_attention", (SDPA,))
+    assert hit.what == "torch.nn.functional.scaled_dot_product_attention" and hit.line == 3
+
+
 def test_docstrings_and_other_functions_do_not_count():
     src = ('def f(Q):\n    """Do not use torch.nn.functional.scaled_dot_product_attention."""\n    return Q\n'
            "import torch\ndef g(Q):\n    return torch.nn.functional.scaled_dot_product_attention(Q, Q, Q)\n")

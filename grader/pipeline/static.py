@@ -205,7 +205,9 @@ def _imported_names(source: str) -> tuple[str, ...]:
 
 def forbidden_hits(source: str, function: str, rules: tuple[Forbidden, ...],
                    replaced: tuple[str, ...] = ()) -> list[StaticHit]:
-    """Forbidden uses in `function` (and the module helpers it calls). Unparseable source: none.
+    """Forbidden uses in `function` (and the module helpers it calls). A source that does not parse
+    is read as its salvage, the code the child grades then (a syntax error anywhere in a module
+    turned the static scan off for all of it: a red team's finding); null bytes: none.
 
     `replaced`: the helpers the grader puts its own substitute in place of while grading this
     exercise (the spec's `depends`); the student's versions never run there, so they are not
@@ -213,6 +215,11 @@ def forbidden_hits(source: str, function: str, rules: tuple[Forbidden, ...],
     try:
         index = _index(source)
     except SyntaxError:
+        try:
+            index = _index(salvage(source)[0])
+        except (SyntaxError, ValueError):
+            return []
+    except ValueError:
         return []
     patterns = _Patterns.of(rules)
     reachable = _reachable(index, function, replaced)

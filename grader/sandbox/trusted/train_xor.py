@@ -11,7 +11,12 @@ training took 0.5. Anything else callable (a decorated or nested function, a C c
 counted by its module name, as before.
 A call counts once it has returned: one that raised computed nothing for the training (the red
 team's train_xor called the unfinished stubs inside try/except, then returned weights written
-by hand)."""
+by hand).
+
+The counts live in the child, beside the student's code, which can write to them (another red
+team added to the counter it found in the module's globals): they are defence in depth. What
+the parent proves is its own (grader.catalog.chapters.mlp.train_xor): the params solve XOR, run
+by the grader's forward, and one seed gives one answer."""
 from __future__ import annotations
 
 import inspect
