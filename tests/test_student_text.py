@@ -62,7 +62,7 @@ def graded_class(tmp_path_factory):
     (subs / "z_ok" / "attention.py").write_text(SOURCE)
     out = root / "out"
     env = {k: v for k, v in os.environ.items() if k != "GRADER_SECRET_SEED"}
-    proc = run_batch(subs, out, *FAST, jobs=1, env=env)
+    proc = run_batch(subs, out, *FAST, env=env)
     return subs, out, proc
 
 
