@@ -134,3 +134,15 @@ def test_a_notebook_nested_deeper_than_json_reads_is_the_students_error_not_the_
     path.write_text('{"cells": [], "metadata": {"x": ' + "[" * 200_000 + "]" * 200_000 + "}}")
     with pytest.raises(SubmissionError, match="its JSON nests too deeply to read"):
         load_submission(str(path))
+
+
+def test_a_null_byte_in_a_cell_is_left_out_as_in_a_py_file(tmp_path):
+    """JSON carries \\u0000; Python refuses it anywhere in a source: the salvage gave up on the whole
+    module ("too many syntax errors"). A .py file's null bytes are removed, and a notebook's are too."""
+    path = tmp_path / "attention.ipynb"
+    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": s}
+             for s in ("def f(x):\n    return x\n", "y = 1 \u0000\n")]
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    source = notebook_source(str(path))
+    assert "\x00" not in source and "def f(x):" in source
+    ast.parse(source)

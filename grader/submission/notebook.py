@@ -108,10 +108,12 @@ def _read_cells(path: str, raw: bytes | None = None) -> tuple[list[dict], str]:
 
 
 def _text(source) -> str:
-    """A cell's source as text a file can hold (JSON's lone surrogates shown as escapes)."""
+    """A cell's source as text a file can hold (JSON's lone surrogates shown as escapes) and Python
+    reads (a null byte, which JSON carries as \\u0000 and Python refuses anywhere in a source, left
+    out, as a .py file's are: grader.submission.reading.decoded)."""
     if isinstance(source, list):
-        return encodable("".join(s for s in source if isinstance(s, str)))
-    return encodable(source) if isinstance(source, str) else ""
+        source = "".join(s for s in source if isinstance(s, str))
+    return encodable(source).replace("\x00", "") if isinstance(source, str) else ""
 
 
 def _is_autograder_test(cell: dict) -> bool:
