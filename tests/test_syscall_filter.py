@@ -105,7 +105,8 @@ def _verdict(program, arch: int, nr: int, args: tuple[int, ...] = ()) -> int:
             pc += k
         else:
             other = x if code == 0x3D else k
-            taken = {0x15: acc == other, 0x25: acc > other, 0x35: acc >= other, 0x3D: acc >= other}[code]
+            taken = {0x15: acc == other, 0x25: acc > other, 0x35: acc >= other, 0x3D: acc >= other,
+                     0x45: bool(acc & other)}[code]
             pc += jt if taken else jf
 
 
@@ -136,3 +137,58 @@ def test_the_program_refuses_exactly_what_it_lists(machine, code):
         for advice in (0, 1, 2, 3, 8, 14, 25):
             assert _verdict(program, arch, madvise, (addr, length, advice)) == allow
     assert syscall_filter.program("riscv64") is None
+
+
+@pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
+def test_a_child_that_may_start_no_process_still_starts_threads(machine):
+    """A timing child (processes=False): fork, vfork and a clone of a process are refused; a clone of a
+    thread runs; clone3, whose flags a filter cannot read, says ENOSYS (glibc then clones); the rest
+    is as in every child. A red team's timed function had a forked helper compute its answers."""
+    program = syscall_filter.program(machine, None, processes=False)
+    arch, madvise, numbers = syscall_filter._ABI[machine]
+    clone, clone3, forks = syscall_filter._PROCESSES[machine]
+    allow, refuse = syscall_filter._RET_ALLOW, syscall_filter._RET_EPERM
+    thread = 0x3D0F00                       # CLONE_VM|FS|FILES|SIGHAND|THREAD|SYSVSEM|SETTLS|PARENT_SETTID|...
+    assert _verdict(program, arch, clone, (thread,)) == allow
+    assert _verdict(program, arch, clone, (0x01200011,)) == refuse        # fork's: CHILD_SETTID|CHILD_CLEARTID|SIGCHLD
+    assert _verdict(program, arch, clone3) == syscall_filter._RET_ENOSYS
+    for nr in forks:
+        assert _verdict(program, arch, nr) == refuse
+    others = set(range(0, 470)) - set(numbers.values()) - {madvise, clone, clone3, *forks}
+    assert all(_verdict(program, arch, nr) == allow for nr in others)
+    assert syscall_filter.program(machine, None) == syscall_filter.program(machine, None, processes=True)
+
+
+NO_PROCESSES = """
+import ctypes, json, os, subprocess, threading
+from grader.sandbox import syscall_filter
+libc = ctypes.CDLL(None, use_errno=True)
+libc.prctl(38, 1, 0, 0, 0)                                  # PR_SET_NO_NEW_PRIVS
+seen = {"installed": syscall_filter.install(libc, None, processes=False)}
+import torch
+torch.set_num_threads(2)
+x = torch.randn(512, 512)
+seen["torch"] = float((x @ x).abs().sum() > 0)
+ran = []
+t = threading.Thread(target=ran.append, args=(1,))
+t.start()
+t.join()
+seen["thread"] = ran
+for name, start in (("fork", os.fork), ("subprocess", lambda: subprocess.run(["true"]))):
+    try:
+        if start() == 0:
+            os._exit(0)
+        seen[name] = "ran"
+    except OSError as e:
+        seen[name] = e.errno
+print(json.dumps(seen))
+"""
+
+
+@KNOWN
+def test_in_a_child_that_may_start_no_process_fork_fails_and_threads_and_torch_run():
+    proc = subprocess.run([sys.executable, "-c", NO_PROCESSES], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    seen = json.loads(proc.stdout.splitlines()[-1])
+    assert seen == {"installed": True, "torch": 1.0, "thread": [1], "fork": 1, "subprocess": 1}, seen

@@ -198,3 +198,29 @@ def test_grader_check_perf_end_to_end(tmp_path):
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 0, proc.stderr
     assert "PASS      speed on cpu (1 thread): " in proc.stdout, proc.stdout
+
+
+FORKS_A_HELPER = '''def scaled_dot_product_attention(Q, K, V, mask=None):
+    import math, os
+    helper = os.fork()          # a helper process, as the red team's that computed the timed answers
+    if helper == 0:
+        os._exit(0)
+    os.waitpid(helper, 0)
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ V, weights
+'''
+
+
+def test_the_timing_child_may_start_no_process(grade_dir, perf_cfg, make_submission):
+    """A forked helper's CPU is none the guards count: a red team's computed a slow loop's answers in
+    one and passed its speed check. The correctness children may fork (the function passes there); the
+    student's timing child may not, and says so."""
+    sub = make_submission({"attention.scaled_dot_product_attention": FORKS_A_HELPER})
+    (e,) = grade_dir(sub, "attention.scaled_dot_product_attention", cfg=perf_cfg).exercises
+    assert e.passed, e.message
+    (p,) = e.performance
+    assert p.status is not Status.PASSED and "PermissionError" in p.message, p.message
+    assert "the timing process may start threads, not processes" in p.message

@@ -109,7 +109,8 @@ def serve(sock: socket.socket, setup: dict[str, Any]) -> None:
                     setup.get("uid"), bool(setup.get("isolate_network", True)),
                     setup.get("read_paths", []), bool(setup.get("keep_read_cap", True)),
                     setup.get("cgroup_procs", []), setup.get("cgroup_missing", []),
-                    int(setup.get("folder_bytes", 256 << 20)), _staged(setup.get("staged")))
+                    int(setup.get("folder_bytes", 256 << 20)), _staged(setup.get("staged")),
+                    bool(setup.get("processes", True)))
     os.chdir(workdir)
     sys.path[:] = [workdir] + [p for p in sys.path if p and os.path.isdir(p)
                                 and not os.path.exists(os.path.join(p, "solutions"))

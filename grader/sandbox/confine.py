@@ -69,8 +69,9 @@ def _vm_size() -> int:
 def confine(workdir: str, memory_bytes: int, file_bytes: int, uid: int | None, isolate_network: bool,
             read_paths: list[str] = (), keep_read_cap: bool = True, cgroup_procs: list[str] = (),
             cgroup_missing: list[str] = (), folder_bytes: int = 256 << 20,
-            files: dict[str, bytes] | None = None) -> list[str]:
-    """`files`: what to write into the working folder (name -> bytes), None when it holds them already."""
+            files: dict[str, bytes] | None = None, processes: bool = True) -> list[str]:
+    """`files`: what to write into the working folder (name -> bytes), None when it holds them already;
+    `processes`: whether the child may start processes (grader.sandbox.syscall_filter; threads may)."""
     notes: list[str] = []
     libc = _libc()
     missing = list(cgroup_missing) + cgroups.join(list(cgroup_procs))   # first: all it starts is a member
@@ -99,7 +100,7 @@ def confine(workdir: str, memory_bytes: int, file_bytes: int, uid: int | None, i
     libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     if not _landlock(workdir, list(read_paths), libc):
         notes.append("no Landlock")
-    if not syscall_filter.install(libc, zygote_pages.code):
+    if not syscall_filter.install(libc, zygote_pages.code, processes):
         notes.append("no system-call filter")
     if not zygote_pages.sealed:
         notes.append("libtorch's code not sealed")

@@ -86,12 +86,13 @@ class Sandbox:
     def open(self, workdir: str, module: str, *, forbidden: list[dict[str, Any]] = (),
              substitutes: dict[str, str] | None = None, driver: str | None = None,
              import_timeout: float = 10.0, submission: str = "", count_kernels: bool = False,
-             staged: tuple[str, list[list[str]]] | None = None) -> "Session":
+             staged: tuple[str, list[list[str]]] | None = None, processes: bool = True) -> "Session":
         """A child with `module` imported; `submission` names the submission it belongs to, whose
         children share one memory budget (grader.sandbox.budgets); `count_kernels`: the kernel counts
         the forbidden rules' native kernels during each call (grader.sandbox.native_watch); `staged`:
         (folder, [name in workdir, name there]) of the files the child copies into its empty `workdir`
-        itself (grader.sandbox.provision.Staged), where without it `workdir` holds them already."""
+        itself (grader.sandbox.provision.Staged), where without it `workdir` holds them already;
+        `processes`: whether the child may start processes (threads it may; grader.sandbox.syscall_filter)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         out_r, out_w = os.pipe()
         private = uids.reserve() if os.geteuid() == 0 else None
@@ -110,7 +111,7 @@ class Sandbox:
                  "workdir": workdir, "module": module, "forbidden": list(forbidden),
                  "substitutes": dict(substitutes or {}), "driver": driver, "memory_bytes": self.limits.memory_bytes,
                  "file_bytes": self.limits.file_bytes, "folder_bytes": self.limits.folder_bytes,
-                 "threads": self.limits.threads, "uid": uid,
+                 "threads": self.limits.threads, "uid": uid, "processes": processes,
                  "isolate_network": self.limits.isolate_network, "cgroup_procs": procs,
                  "cgroup_missing": cgroups.missing_controllers(group) if uid is not None else [],
                  "staged": {"folder": staged[0], "files": staged[1]} if staged else None}

@@ -15,7 +15,11 @@ helper it started:
 - ptrace (a helper's code written through PTRACE_POKETEXT), process_vm_writev;
 - memfd_create: the only room a copy of libtorch (430 MB; another file, which no uprobe watches)
   would fit in, the working folder and /dev/shm being smaller;
-- every system call of another ABI (i386's int 0x80, x32), whose numbers this filter does not know.
+- every system call of another ABI (i386's int 0x80, x32), whose numbers this filter does not know;
+- where the child may start no process (`processes=False`: a timing child, grader.timing.harness),
+  fork, vfork and a clone without CLONE_THREAD; clone3, whose flags a filter cannot read, says
+  ENOSYS, and glibc's pthread_create falls back to clone: threads start as ever. A red team's
+  timed function had a forked helper compute its answers, whose CPU no guard of the timing counts.
 
 The rest is refused elsewhere: mprotect, mremap, munmap and a mapping made over libtorch's code by
 its seal (grader.sandbox.zygote_pages.seal_code), writes through /proc/self/mem by Landlock.
@@ -28,10 +32,10 @@ import os
 import struct
 
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
-_RET_ALLOW, _RET_EPERM = 0x7FFF0000, 0x00050000 | errno.EPERM
+_RET_ALLOW, _RET_EPERM, _RET_ENOSYS = 0x7FFF0000, 0x00050000 | errno.EPERM, 0x00050000 | errno.ENOSYS
 # classic BPF: loads, stores, arithmetic, jumps (forward only), returns
 _LD_ABS, _LD_MEM, _LDX_MEM, _ST, _TAX = 0x20, 0x60, 0x61, 0x02, 0x07
-_ADD_X, _ADD_K, _JA, _JEQ, _JGT, _JGE, _JGE_X, _RET = 0x0C, 0x04, 0x05, 0x15, 0x25, 0x35, 0x3D, 0x06
+_ADD_X, _ADD_K, _JA, _JEQ, _JGT, _JGE, _JGE_X, _JSET, _RET = 0x0C, 0x04, 0x05, 0x15, 0x25, 0x35, 0x3D, 0x45, 0x06
 # struct seccomp_data: nr, arch, then args[6] as 64-bit words, each read as its low and high halves
 _NR, _ARCH = 0, 4
 _ADDR, _LEN, _ADVICE = (16, 20), (24, 28), 32
@@ -46,13 +50,16 @@ _ABI = {
                                   "memfd_create": 279}),
 }
 _X32 = 0x40000000       # x86_64's x32 system calls: the number with this bit set
+# (clone, clone3, fork and vfork where the machine has them) per machine; clone's flags are its first argument
+_PROCESSES = {"x86_64": (56, 435, (57, 58)), "aarch64": (220, 435, ())}
+_FLAGS, CLONE_THREAD = 16, 0x00010000
 Instruction = tuple[int, int, int, int]         # (code, jump if true, jump if false, k)
 
 
-def program(machine: str, code: tuple[int, int] | None = None) -> list[Instruction] | None:
+def program(machine: str, code: tuple[int, int] | None = None, processes: bool = True) -> list[Instruction] | None:
     """The filter as BPF instructions; None for a machine whose numbers are not known here. `code`:
     [start, end) of libtorch's code, the only memory a dropping madvise is refused on; None: refused
-    on all memory."""
+    on all memory. `processes`: whether a process may be started (threads always may)."""
     if machine not in _ABI:
         return None
     arch, madvise, refused = _ABI[machine]
@@ -60,6 +67,12 @@ def program(machine: str, code: tuple[int, int] | None = None) -> list[Instructi
     text: list = [(_LD_ABS, _ARCH, 0, 0), (_JEQ, arch, 0, "refuse"), (_LD_ABS, _NR, 0, 0),
                   (_JGE, _X32, "refuse", 0)]
     text += [(_JEQ, n, "refuse", 0) for n in sorted(refused.values())]
+    if not processes:
+        clone, clone3, forks = _PROCESSES[machine]
+        text += [(_JEQ, n, "refuse", 0) for n in forks]
+        text += [(_JEQ, clone3, "no_clone3", 0), (_JEQ, clone, 0, "not_clone"), (_LD_ABS, _FLAGS, 0, 0),
+                 (_JSET, CLONE_THREAD, "allow", "refuse"), "no_clone3", (_RET, _RET_ENOSYS, 0, 0), "not_clone",
+                 (_LD_ABS, _NR, 0, 0)]
     text += [(_JEQ, madvise, 0, "allow"), (_LD_ABS, _ADVICE, 0, 0), (_JEQ, MADV_DONTNEED, "dropping", 0),
              (_JEQ, MADV_REMOVE, "dropping", 0), (_JEQ, MADV_DONTNEED_LOCKED, "dropping", "allow"), "dropping"]
     text += _overlaps(*code) if code is not None else [(_JA, "refuse", 0, 0)]
@@ -109,10 +122,11 @@ def _assemble(text: list) -> list[Instruction]:
     return out
 
 
-def install(libc, code: tuple[int, int] | None = None) -> bool:
+def install(libc, code: tuple[int, int] | None = None, processes: bool = True) -> bool:
     """Install the filter on this thread and whatever it starts (after PR_SET_NO_NEW_PRIVS): False
-    where this machine's numbers are not known or the kernel refuses. `code`: as for `program`."""
-    instructions = program(os.uname().machine, code)
+    where this machine's numbers are not known or the kernel refuses. `code`, `processes`: as for
+    `program`."""
+    instructions = program(os.uname().machine, code, processes)
     if instructions is None:
         return False
     buffer = ctypes.create_string_buffer(b"".join(struct.pack("=HBBI", *i) for i in instructions))

@@ -108,8 +108,11 @@ class SandboxHarness:
         workdir = make_workdir("grader-perf-")
         self.workdirs.append(workdir)
         copy_submission(files, workdir, static.import_closure(self.spec.module, files))
+        # The student's timing child may start no process: a forked helper's CPU is none the guards count
+        # (a red team's computed the timed function's answers beside it, and passed a 6x-slow loop).
         session = self.sandbox.open(workdir, self.spec.module, forbidden=forbidden, substitutes=substitutes,
-                                    driver=DRIVER, import_timeout=self._limit(), count_kernels=who == "student")
+                                    driver=DRIVER, import_timeout=self._limit(), count_kernels=who == "student",
+                                    processes=who != "student")
         self.sessions[who] = session
         ready = session.ready
         if ready.kind != "ok":
@@ -158,6 +161,8 @@ class SandboxHarness:
             raise HarnessError(Status.CRASHED, "the process running your code ended while being timed"
                                + (f": {outcome.detail}" if outcome.detail else ""))
         return_error = feedback.error_message(outcome.error, self.memory_mb)
+        if outcome.error.get("type") == "PermissionError":
+            return_error += " (if it started a process: the timing process may start threads, not processes)"
         raise HarnessError(Status.ERROR, f"your function raised while being timed: {return_error}")
 
     def _hits(self, hits: list, request: dict) -> None:
