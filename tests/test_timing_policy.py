@@ -1,6 +1,7 @@
 """Performance checks, deterministically: the measurement loop driven by a fake clock (an
 injected timer), the statistics, the policy (ratio, limit, spread, skips, suspicious speed-ups)
 and the guards, on measurements built by hand. No sandbox, no real timing."""
+import dataclasses
 import math
 import time
 
@@ -235,6 +236,15 @@ def test_an_honest_measurement_passes_every_guard():
 def test_each_guard_objects_to_its_attack(blocks, loads, guard):
     m = Measurement("cpu", 1, "cpu", blocks=blocks, loads=loads)
     assert guard in [name for name, _ in guards.findings(m)]
+
+
+def test_work_between_the_requests_is_seen():
+    """Between its requests the child has nothing to do: a helper that works then (the red team's forked
+    one, a thread while the clean child is timed) shows as CPU there; an honest child's is ~0."""
+    assert guards.findings(honest(between=0.002)) == []
+    found = dict(guards.findings(honest(between=0.2)))
+    assert "200 ms of CPU between the requests" in found["idle between requests"]
+    assert guards.findings(dataclasses.replace(honest(between=0.2), threads=4)) == []   # as no_other_threads
 
 
 class ScriptedLoads(LocalHarness):

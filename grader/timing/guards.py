@@ -136,6 +136,20 @@ def no_other_threads(m: Measurement) -> str:
     return ""
 
 
+# Rationale: between its requests the student's process has nothing to do (it waits for the next
+# one); a thread that works then, on inputs already loaded, escapes every window the CPU is read in
+# (a red team's forked helper did the timed function's work; a thread could do it while the clean
+# child is timed). One thread for both sides, as for no_other_threads.
+def idle_between_requests(m: Measurement) -> str:
+    if m.between is None or m.threads is None or m.threads > 1 or m.device != "cpu":
+        return ""
+    main = _total([b for b in m.blocks if b.side != "baseline" and b.cpu is not None], lambda b: b.cpu)
+    if m.between > 0.1 * main + 0.03:
+        return (f"your process used {m.between * 1e3:.0f} ms of CPU between the requests it was sent, while it "
+                f"had nothing to do (its timed calls {main * 1e3:.0f} ms): work done then escapes the timing")
+    return ""
+
+
 # Rationale: work can be moved out of the timed calls into the untimed requests around them (a
 # patched Tensor method computing answers while the inputs are loaded). Both children receive
 # the same loads, so they must cost about the same CPU; the median over loads keeps one garbage
@@ -170,6 +184,7 @@ GUARDS = (
     Guard("reference not kept waiting", "the reference must take the time it takes in a clean process",
           reference_not_kept_waiting),
     Guard("no other threads", "both sides get the same threads", no_other_threads),
+    Guard("idle between requests", "no work hidden between the requests", idle_between_requests),
     Guard("loads match", "no work hidden in the untimed requests", loads_match),
     Guard("events within host", "CUDA event spans must fit in the host's window", events_within_host),
 )
@@ -192,4 +207,5 @@ def figures(m: Measurement) -> dict[str, float | None]:
             "overhead_per_call_s": r(overhead_per_call(m)),
             "other_threads_cpu_s": r(_total(blocks, lambda b: b.cpu_all - b.cpu)) if blocks else None,
             "load_cpu_s_yours": r(stats.median([x[0] for x in m.loads])) if m.loads else None,
-            "load_cpu_s_clean": r(stats.median([x[2] for x in m.loads])) if m.loads else None}
+            "load_cpu_s_clean": r(stats.median([x[2] for x in m.loads])) if m.loads else None,
+            "between_requests_cpu_s": r(m.between)}

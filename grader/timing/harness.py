@@ -102,6 +102,8 @@ class SandboxHarness:
         self.loads: list[tuple[float, float, float]] = []   # per load: CPU of the student's child (main thread,
                                                             # all threads), of the clean child (main thread)
         self.prints: dict[int, list[float]] = {}            # input set -> fingerprint of the student's output
+        self.between = 0.0      # CPU s the student's child used between its requests, all threads: it has
+        self._last: tuple[float, float, float] | None = None    # nothing to do then (grader.timing.guards)
 
     # -- children --------------------------------------------------------------------------
     def _open_child(self, who: str, files: dict[str, str], substitutes: dict, forbidden: list) -> Session:
@@ -145,7 +147,13 @@ class SandboxHarness:
     def _call(self, who: str, request: dict[str, Any]) -> Any:
         session = self.sessions[who]
         limit = self._limit()
+        if who == "student":
+            now = cpu_seconds(session.pid)
+            if self._last is not None and now is not None:
+                self.between += max(now[1] - self._last[1], 0.0)
         outcome = session.call(self.spec.function, (request,), {}, timeout=limit)
+        if who == "student":
+            self._last = cpu_seconds(session.pid)
         self._hits(outcome.hits, request)
         if outcome.kind == "ok":
             return outcome.value

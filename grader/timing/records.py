@@ -37,6 +37,7 @@ class Measurement:
                                    # and of the clean child (main thread), for the same payload
     fingerprint_s: float = 0.0     # CPU seconds the parent took to fingerprint one output (the child does it
                                    # after every student call, inside the student's blocks)
+    between: float | None = None   # CPU seconds of the student's child between its requests (all threads)
     sizes: dict = field(default_factory=dict)
 
     def blocks_of(self, side: str) -> tuple[Block, ...]:

@@ -94,7 +94,8 @@ def run(harness, make_inputs: Callable[[int], tuple], check: Callable[[tuple, An
         break
     m = Measurement(**base, blocks=tuple(blocks), checked=checker.checked, wrong=tuple(checker.wrong),
                     problems=tuple(problems), stopped=stopped, seconds=clock() - start, rounds=round_no + 1,
-                    loads=tuple(getattr(harness, "loads", ())), fingerprint_s=checker.fingerprint_s)
+                    loads=tuple(getattr(harness, "loads", ())), fingerprint_s=checker.fingerprint_s,
+                    between=getattr(harness, "between", None))
     first = 1 + (round_no + 1) * k           # the next fresh input set's index
     return _confirm_loads(harness, m, lambda j: [make_inputs(first + j * k + i) for i in range(k)], clock)
 
@@ -108,7 +109,8 @@ def _confirm_loads(harness, m: Measurement, fresh: Callable[[int], list], clock:
     start = clock()
     for j in range(CONFIRM_LOADS):
         harness.load(fresh(j))
-    return dataclasses.replace(m, loads=tuple(harness.loads), seconds=m.seconds + clock() - start)
+    return dataclasses.replace(m, loads=tuple(harness.loads), seconds=m.seconds + clock() - start,
+                               between=getattr(harness, "between", None))
 
 
 def _warm_up(harness, warm_set: tuple, budget: float) -> tuple[dict[str, float], list[str]]:
