@@ -179,6 +179,23 @@ def git(repo, *args, **env):
                         "GIT_COMMITTER_EMAIL": "s@x", **env})
 
 
+def test_a_time_at_the_edge_of_the_calendar_is_no_time_not_a_crash(tmp_path):
+    """A student writes the time of a git commit or of a timestamp.txt they assemble: a red team's
+    9999-12-31T23:59:59-05:00 (and 0001-01-01 +05:00) parsed, then overflowed when shown in the
+    course's zone, an OverflowError that stopped the whole batch and the nbgrader hand-over."""
+    for text in ("9999-12-31T23:59:59-05:00", "0001-01-01T00:00:00+05:00"):
+        with pytest.raises(ValueError, match="out of range for a submission time"):
+            times.parse_time(text, None)
+    with pytest.raises(ValueError, match="out of range"):
+        times.parse_nbgrader("0001-01-01 00:00:00.000000 +05:00")
+    git(tmp_path, "init", "-q")
+    (tmp_path / "attention.py").write_text("x = 1\n")
+    git(tmp_path, "add", "attention.py")
+    git(tmp_path, "commit", "-q", "-m", "work", GIT_COMMITTER_DATE="@253402318799 -0500")
+    r = times.from_git(str(tmp_path))
+    assert r.at is None and "out of range for a submission time" in r.problem
+
+
 def test_git_uses_the_committer_time_of_head(tmp_path):
     git(tmp_path, "init", "-q")
     (tmp_path / "attention.py").write_text("x = 1\n")

@@ -79,13 +79,27 @@ def parse_time(value: str | datetime, tz: ZoneInfo | None, naive_is_utc: bool = 
     else:
         raise ValueError(f"{value!r} is not a date and time: write it as 2026-03-02T12:00:00+01:00")
     if at.tzinfo is not None:
-        return at
+        return _placed(at, value)
     if naive_is_utc:
-        return at.replace(tzinfo=timezone.utc)
+        return _placed(at.replace(tzinfo=timezone.utc), value)
     if tz is None:
         raise ValueError(f"{value!s} has no UTC offset: write it with one (2026-03-02T12:00:00+01:00) or set "
                          "[deadline] timezone = \"Europe/Berlin\" (an IANA name) for times written without one")
-    return at.replace(tzinfo=tz)
+    return _placed(at.replace(tzinfo=tz), value)
+
+
+def _placed(at: datetime, value: object) -> datetime:
+    """`at`, where every zone can show it: a time at the edge of what datetime holds (year 1 or 9999,
+    with an offset) overflows when it is converted, and a student writes the time a git commit or a
+    timestamp.txt says (a red team's 9999-12-31T23:59:59-05:00 stopped a whole batch with OverflowError).
+    ValueError otherwise, which the readers turn into "no usable time"."""
+    try:
+        utc = at.astimezone(timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        utc = None
+    if utc is None or not 1 < utc.year < 9999:
+        raise ValueError(f"{value!s} is out of range for a submission time (years 2 to 9998)")
+    return at
 
 
 _NBGRADER = re.compile(r"^(\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:\.\d+)?)?)\s+(\S+)$")
@@ -114,7 +128,7 @@ def parse_nbgrader(text: str) -> datetime:
         except (ZoneInfoNotFoundError, ValueError):
             raise ValueError(f"the time zone {name!r} in timestamp.txt is not an IANA zone name or an offset "
                              "(nbgrader writes %Z: set its TransferApp.timezone to UTC or an IANA name)") from None
-    return datetime.fromisoformat(when).replace(tzinfo=tz)
+    return _placed(datetime.fromisoformat(when).replace(tzinfo=tz), text)
 
 
 def _read_small(path: str) -> str:
