@@ -102,19 +102,16 @@ class SandboxHarness:
         self.loads: list[tuple[float, float, float]] = []   # per load: CPU of the student's child (main thread,
                                                             # all threads), of the clean child (main thread)
         self.prints: dict[int, list[float]] = {}            # input set -> fingerprint of the student's output
-        self.between = 0.0      # CPU s the student's child used between its requests, all threads: it has
-        self._last: tuple[float, float, float] | None = None    # nothing to do then (grader.timing.guards)
+        self.between, self._last = 0.0, None    # CPU s of the student's child between its requests (guards)
 
     # -- children --------------------------------------------------------------------------
     def _open_child(self, who: str, files: dict[str, str], substitutes: dict, forbidden: list) -> Session:
         workdir = make_workdir("grader-perf-")
         self.workdirs.append(workdir)
         copy_submission(files, workdir, static.import_closure(self.spec.module, files))
-        # The student's timing child may start no process: a forked helper's CPU is none the guards count
-        # (a red team's computed the timed function's answers beside it, and passed a 6x-slow loop).
         session = self.sandbox.open(workdir, self.spec.module, forbidden=forbidden, substitutes=substitutes,
                                     driver=DRIVER, import_timeout=self._limit(), count_kernels=who == "student",
-                                    processes=who != "student")
+                                    processes=who != "student")     # a helper's CPU: none counts it
         self.sessions[who] = session
         ready = session.ready
         if ready.kind != "ok":
@@ -147,13 +144,10 @@ class SandboxHarness:
     def _call(self, who: str, request: dict[str, Any]) -> Any:
         session = self.sessions[who]
         limit = self._limit()
-        if who == "student":
-            now = cpu_seconds(session.pid)
-            if self._last is not None and now is not None:
-                self.between += max(now[1] - self._last[1], 0.0)
+        if who == "student":        # what it used since its last reply, all threads: it had nothing to do
+            self.between += max(_delta(self._last, cpu_seconds(session.pid), 1) or 0.0, 0.0)
         outcome = session.call(self.spec.function, (request,), {}, timeout=limit)
-        if who == "student":
-            self._last = cpu_seconds(session.pid)
+        self._last = cpu_seconds(session.pid) if who == "student" else self._last
         self._hits(outcome.hits, request)
         if outcome.kind == "ok":
             return outcome.value
