@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from copydetect.utils import filter_code
 
+from grader.errors import SubmissionError
 from grader.similarity import SimilarityError, Settings, Term, check, render, validate
 from grader.similarity.sources import code_made_at_run_time
 from test_similarity_disguise import (HOSTILE_ID, PAYLOAD, ROOT, disguise, make_class, make_previous_term, rename,
@@ -179,7 +180,7 @@ def test_bad_inputs_are_explained(klass, tmp_path):
         validate(Settings(threshold=50))
     with pytest.raises(SimilarityError, match="above --threshold"):
         validate(Settings(threshold=0.3, floor=0.4))
-    with pytest.raises(Exception, match="no such starter file"):
+    with pytest.raises(SubmissionError, match="no such starter file"):
         check({"a": str(klass / "alice"), "b": str(klass / "bob")}, ["rnn"], [str(tmp_path / "nowhere")])
 
 

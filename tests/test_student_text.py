@@ -16,6 +16,7 @@ import pytest
 from conftest import ROOT, SOLUTIONS, replace_function
 from fixtures.batch.build import run_batch
 from grader.frontends.batch.gradebook import Gradebook
+from grader.errors import SubmissionError
 from grader.reports.escape import shown
 from grader.sandbox import wire
 from grader.student_text import encodable, file_name
@@ -104,7 +105,7 @@ def test_names_that_are_not_utf8_are_said_escaped_and_passed_over(graded_class):
     assert set(result.files) == {"attention"}
     said = " ".join(result.problems)
     assert "x\\xff.py: passed over: its name is not UTF-8 text" in said and "y\\xff.ipynb" in said
-    with pytest.raises(Exception, match="marked as UTF-8 text but is not"):
+    with pytest.raises(SubmissionError, match="marked as UTF-8 text but is not"):
         load_submission(str(subs / "e_zip.zip"))
     feedback = (out / "students" / "e_zip" / "feedback.md").read_text(encoding="utf-8")
     assert "marked as UTF-8 text but is not" in feedback
