@@ -40,6 +40,8 @@ tests/scenarios.py):
 - textbook_encoding_float32: the positional encoding in the Annotated Transformer's float32
   arithmetic, which the transformer adds through `attention.positional_encoding` (its own, not the
   grader's stand-in): a float64 model on a float32 encoding, as the contract has it;
+- torch_parameters: results wrapped in torch's own nn.Parameter (a fixed encoding, updated weights):
+  a Parameter is a tensor's values, where a subclass of the student's own is refused;
 - own_nn_modules: nn.Linear layers (and an nn.Module of them) loaded with the given weights, where
   autograd is allowed: the outputs require grad, and are right.
 """
@@ -65,6 +67,7 @@ CORRECT = {
     "dead_code_checks": ["activations.softmax", "activations.sigmoid", "activations.relu",
                          "activations.sigmoid_grad"],
     "textbook_encoding_float32": ["attention.positional_encoding", "transformer.transformer_forward"],
+    "torch_parameters": ["attention.positional_encoding", "mlp.sgd_step"],
 }
 # (exercise, how it is caught, the source line the message must quote)
 AUTOGRAD_ROUTES = [

@@ -48,6 +48,17 @@ def test_a_subclass_arrives_as_a_plain_tensor_with_its_claimed_type_recorded():
     assert wire.claimed_type(back).endswith("Liar")
 
 
+def test_torchs_own_parameter_and_buffer_arrive_as_plain_tensors_and_their_subclasses_do_not():
+    class Sneaky(torch.nn.Parameter):
+        pass
+    for t in (torch.nn.Parameter(torch.arange(3.0)), torch.nn.Parameter(torch.ones(2), requires_grad=False),
+              torch.nn.Buffer(torch.zeros(2, 2))):
+        back = wire.loads(wire.dumps(t))
+        assert type(back) is torch.Tensor and torch.equal(back, t.detach())
+        assert wire.claimed_type(back) == "torch.Tensor"
+    assert wire.claimed_type(wire.loads(wire.dumps(Sneaky(torch.ones(1))))).endswith("Sneaky")
+
+
 def test_non_contiguous_and_requires_grad_tensors():
     t = torch.arange(12.0).reshape(3, 4).T
     back = wire.loads(wire.dumps(t))

@@ -46,6 +46,11 @@ _DTYPES = {
 }
 
 
+# torch's own subclasses that are a tensor's values and nothing more: `nn.Parameter(pe, requires_grad=False)`
+# is how textbooks keep a fixed buffer, and its values are the answer. A subclass of these is not one of them.
+_PLAIN = (torch.Tensor, torch.nn.Parameter, torch.nn.Buffer)
+
+
 class WireError(Exception):
     """A malformed message: the other side is broken or hostile."""
 
@@ -61,7 +66,7 @@ def _encode(obj: Any, buffers: list[bytes], depth: int = 0) -> Any:
         return obj if math.isfinite(obj) else {"float": repr(obj)}
     if isinstance(obj, torch.Tensor):
         t = obj.detach()
-        kind = type(obj).__module__ + "." + type(obj).__qualname__
+        kind = "torch.Tensor" if type(obj) in _PLAIN else type(obj).__module__ + "." + type(obj).__qualname__
         if str(t.dtype) not in _DTYPES:
             raise WireError(f"tensors of dtype {t.dtype} cannot be returned")
         if t.is_nested:
