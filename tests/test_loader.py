@@ -170,18 +170,28 @@ def test_a_thousand_problems_are_said_as_a_dozen(tmp_path):
     assert len(problems) == 13 and problems[-1] == "... and 28 more like these"
 
 
-def test_a_module_not_graded_is_explained_by_what_the_loader_said_or_a_near_name():
+def test_a_module_not_graded_is_explained_by_what_the_loader_said_a_near_name_or_the_file_defining_it():
+    from grader.catalog import catalog
     from grader.pipeline.engine import _no_module
     from grader.submission.loader import Submission
-    sub = Submission("s", {"Attention": "", "tokens (1)": ""}, {"Attention": "Attention.py",
-                                                                 "tokens (1)": "tokens (1).py"},
+    one_notebook = "import torch\n\ndef heaviside(z):\n    return (z >= 0).to(z.dtype)\n\ndef sign(z):\n    pass\n"
+    sub = Submission("s", {"Attention": "", "tokens (1)": "", "homework1": one_notebook},
+                     {"Attention": "Attention.py", "tokens (1)": "tokens (1).py", "homework1": "homework1.ipynb"},
                      ("rnn.ipynb: not a readable Jupyter notebook: its JSON is broken",))
-    assert _no_module(sub, "attention") == "your submission has no attention.py, but it has Attention.py: name it " \
-                                           "attention.py"
-    assert _no_module(sub, "tokens") == "your submission has no tokens.py, but it has tokens (1).py: name it tokens.py"
-    assert _no_module(sub, "rnn") == ("your rnn module was not graded: rnn.ipynb: not a readable Jupyter notebook: "
-                                      "its JSON is broken")
-    assert _no_module(sub, "gru") == "your submission has no gru.py: add the module (start from exercises/gru.py)"
+    specs = catalog()
+    assert _no_module(sub, specs["attention.causal_mask"]) == ("your submission has no attention.py, but it has "
+                                                               "Attention.py: name it attention.py")
+    assert _no_module(sub, specs["tokens.bpe_encode"]) == ("your submission has no tokens.py, but it has "
+                                                           "tokens (1).py: name it tokens.py")
+    assert _no_module(sub, specs["rnn.rnn_cell"]) == ("your rnn module was not graded: rnn.ipynb: not a readable "
+                                                      "Jupyter notebook: its JSON is broken")
+    assert _no_module(sub, specs["gru.gru_cell"]) == ("your submission has no gru.py: add the module (start from "
+                                                      "exercises/gru.py)")
+    assert _no_module(sub, specs["neurons.heaviside"]) == (
+        "your submission has no neurons.py, but homework1.ipynb defines heaviside: each function is graded from the "
+        "file named after its module, so neurons.heaviside from neurons.py (or neurons.ipynb); put the functions of "
+        "the neurons module in that file")
+    assert _no_module(sub, specs["neurons.perceptron_update"]).endswith("(start from exercises/neurons.py)")
 
 
 DEEP = "JUNK = " + "1+" * 200_000 + "1\n"        # deeper than ast.parse goes: RecursionError, not SyntaxError

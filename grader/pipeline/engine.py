@@ -122,9 +122,11 @@ def _defined_again(spec: ExerciseSpec, sub: Submission) -> tuple[str, ...]:
             "graded; delete the others",)
 
 
-def _no_module(sub: Submission, module: str) -> str:
-    """Why `module` is not graded: what the loader said of its file, or a file by a near name
-    ("Attention.py", "attention (1).py"), or that the submission lacks it."""
+def _no_module(sub: Submission, spec: ExerciseSpec) -> str:
+    """Why `spec`'s module is not graded: what the loader said of its file, or a file by a near name
+    ("Attention.py", "attention (1).py"), or a file of another name that defines the function (one
+    notebook for the whole course, "homework1.ipynb"), or that the submission lacks it."""
+    module = spec.module
     said = next((p for p in sub.problems if os.path.basename(p.split(": ", 1)[0]) in (f"{module}.py",
                                                                                        f"{module}.ipynb")), "")
     if said:
@@ -134,6 +136,12 @@ def _no_module(sub: Submission, module: str) -> str:
                   (p[len(module):].isdigit() or p == module))
     if near:
         return f"your submission has no {module}.py, but it has {near[0]}: name it {module}.py"
+    defining = sorted(sub.origin.get(m, f"{m}.py") for m, text in sub.files.items()
+                      if function_lines(text, spec.function))
+    if defining:
+        return (f"your submission has no {module}.py, but {defining[0]} defines {spec.function}: each function is "
+                f"graded from the file named after its module, so {spec.id} from {module}.py (or {module}.ipynb); "
+                f"put the functions of the {module} module in that file")
     return f"your submission has no {module}.py: add the module (start from exercises/{module}.py)"
 
 
@@ -152,7 +160,7 @@ def grade_exercise(spec: ExerciseSpec, ctx: Context) -> ExerciseResult:
                 source_file=sub.origin.get(spec.module, f"{spec.module}.py"),
                 source_line=function_line(sub.files.get(spec.module, ""), spec.function))
     if spec.module not in sub.files:
-        return ExerciseResult(status=Status.ERROR, points=0.0, message=_no_module(sub, spec.module), **base)
+        return ExerciseResult(status=Status.ERROR, points=0.0, message=_no_module(sub, spec), **base)
     hits = static.forbidden_hits(sub.files[spec.module], spec.function, spec.forbidden, replaced=tuple(spec.depends))
     if hits:
         return ExerciseResult(status=Status.FORBIDDEN, points=0.0, seconds=time.monotonic() - start,
