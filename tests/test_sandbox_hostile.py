@@ -7,6 +7,7 @@ builds the real submission from solutions/attention.py.
 """
 import dataclasses
 import os
+import platform
 from pathlib import Path
 
 import pytest
@@ -116,6 +117,12 @@ def test_writes_outside_the_sandbox_fail(grade_dir):
     assert statuses(result)["attention.causal_mask"] == "passed"   # it swallowed the errors
     for target in (ROOT / "PWNED", ROOT / "tests" / "PWNED", Path("/tmp/grader-PWNED")):
         assert not target.exists(), target
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "aarch64"), reason="system-call numbers for two machines")
+def test_the_kernels_keyrings_are_out_of_reach(grade_dir):
+    got = statuses(run(grade_dir, "keyrings"))
+    assert all(got[e] == "passed" for e in ALL), got
 
 
 def test_reads_outside_the_sandbox_fail(grade_dir):

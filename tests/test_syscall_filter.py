@@ -45,7 +45,8 @@ for advice in (4, 24, 3):               # DONTNEED, DONTNEED_LOCKED; WILLNEED
     seen[f"code {advice}"] = errno_of(libc.madvise(code[0], 4096, advice))
     seen[f"memory {advice}"] = errno_of(libc.madvise(at, 4096, advice))
 seen["code and memory 4"] = errno_of(libc.madvise(0, code[0] + 4096, 4))   # over the code: refused, not ENOMEM
-for name in ("memfd_create", "ptrace", "io_uring_setup", "process_vm_writev", "process_madvise"):
+for name in ("memfd_create", "ptrace", "io_uring_setup", "process_vm_writev", "process_madvise", "add_key",
+             "request_key", "keyctl"):
     seen[name] = errno_of(libc.syscall(numbers[name], 0, 0, 0, 0, 0))
 blocks = [torch.randn(1 << 20) for _ in range(64)]          # 256 MB, then freed
 seen["torch"] = float(sum(b.sum() for b in blocks).abs() > 0)
@@ -75,7 +76,8 @@ def test_what_would_undo_the_kernels_count_is_refused_and_the_rest_runs():
     assert seen["code 3"] == "ok", seen                             # other advice on the code runs
     assert seen["memory 4"] == seen["memory 3"] == "ok", seen       # the rest of the memory is as ever
     assert seen["memory 24"] in ("ok", "EINVAL"), seen              # (DONTNEED_LOCKED on memory not locked)
-    for name in ("memfd_create", "ptrace", "io_uring_setup", "process_vm_writev", "process_madvise"):
+    for name in ("memfd_create", "ptrace", "io_uring_setup", "process_vm_writev", "process_madvise", "add_key",
+                 "request_key", "keyctl"):
         assert seen[name] == "EPERM", (name, seen)
     assert seen["torch"] == 1.0 and seen["fork"] == 7, seen
 

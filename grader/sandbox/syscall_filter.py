@@ -1,5 +1,6 @@
 """The child's system-call filter (seccomp): what would let a submission run a forbidden kernel
-uncounted by the native watch (grader.sandbox.native_watch) is refused with EPERM.
+uncounted by the native watch (grader.sandbox.native_watch), or reach past its child, is refused
+with EPERM.
 
 The watch counts a kernel through the breakpoint a uprobe writes into a private copy of the page
 that holds the kernel's entry, in each process's memory (grader.sandbox.breakpoints). A process
@@ -15,6 +16,10 @@ helper it started:
 - ptrace (a helper's code written through PTRACE_POKETEXT), process_vm_writev;
 - memfd_create: the only room a copy of libtorch (430 MB; another file, which no uprobe watches)
   would fit in, the working folder and /dev/shm being smaller;
+- the kernel's keyrings (add_key, request_key, keyctl): they are not the sandbox's to isolate. A key
+  outlives every process and the grader (until the machine restarts), and a named keyring is found
+  from any uid: a red team's hidden case posted its inputs there and a public case read them out into
+  its feedback, in the same run and in later ones;
 - every system call of another ABI (i386's int 0x80, x32), whose numbers this filter does not know;
 - where the child may start no process (`processes=False`: a timing child, grader.timing.harness),
   fork, vfork and a clone without CLONE_THREAD; clone3, whose flags a filter cannot read, says
@@ -44,10 +49,10 @@ MADV_DONTNEED, MADV_REMOVE, MADV_DONTNEED_LOCKED = 4, 9, 24
 _ABI = {
     "x86_64": (0xC000003E, 28, {"process_madvise": 440, "io_uring_setup": 425, "io_uring_enter": 426,
                                 "io_uring_register": 427, "ptrace": 101, "process_vm_writev": 311,
-                                "memfd_create": 319}),
+                                "memfd_create": 319, "add_key": 248, "request_key": 249, "keyctl": 250}),
     "aarch64": (0xC00000B7, 233, {"process_madvise": 440, "io_uring_setup": 425, "io_uring_enter": 426,
                                   "io_uring_register": 427, "ptrace": 117, "process_vm_writev": 271,
-                                  "memfd_create": 279}),
+                                  "memfd_create": 279, "add_key": 217, "request_key": 218, "keyctl": 219}),
 }
 _X32 = 0x40000000       # x86_64's x32 system calls: the number with this bit set
 # (clone, clone3, fork and vfork where the machine has them) per machine; clone's flags are its first argument
