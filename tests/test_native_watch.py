@@ -13,6 +13,7 @@ import os
 import re
 import resource
 import shutil
+import time
 
 import pytest
 
@@ -508,6 +509,28 @@ def test_a_new_slot_takes_the_cpu_the_fewest_slots_hold():
     assert watch_slots.least_held([0, 1, 2, 3], [[3], [2], [0], [3]]) == 1
     assert watch_slots.least_held([2, 3], [[0], [1], [3]]) == 2      # pins outside our CPUs do not count
     assert watch_slots.cpu_list("0-2,5\n") == [0, 1, 2, 5] and watch_slots.cpu_list("") == []
+
+
+def test_a_lock_held_on_the_hierarchy_stalls_no_grader_past_its_bound(tmp_path):
+    """A sandboxed child can read /sys and so flock the cpuset hierarchy's root, which graders lock
+    while they pin a new slot (a red team's child held it for its whole submission): a slot is
+    still pinned, the lock given up after PIN_LOCK_WAIT."""
+    import fcntl
+    for key, value in (("cpuset.effective_cpus", "0-1"), ("cpuset.effective_mems", "0")):
+        (tmp_path / key).write_text(value + "\n")
+    held = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        start = time.monotonic()
+        cpu = watch_slots._pin(str(tmp_path / "grader-1-watch1"), str(tmp_path))
+        waited = time.monotonic() - start
+    finally:
+        os.close(held)
+    assert cpu == 1 and (tmp_path / "grader-1-watch1" / "cpuset.cpus").read_text() == "1"
+    assert watch_slots.PIN_LOCK_WAIT <= waited < watch_slots.PIN_LOCK_WAIT + 5, waited
+    start = time.monotonic()        # free: no wait, and the CPU the first slot (pid 1 lives) holds is passed over
+    assert watch_slots._pin(str(tmp_path / "grader-1-watch2"), str(tmp_path)) == 0
+    assert time.monotonic() - start < watch_slots.PIN_LOCK_WAIT
 
 
 def test_a_keeper_waits_while_a_grader_runs(sandbox):
