@@ -125,6 +125,12 @@ def test_the_kernels_keyrings_are_out_of_reach(grade_dir):
     assert all(got[e] == "passed" for e in ALL), got
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="a mount namespace needs root (as in CI)")
+def test_the_machines_terminals_are_out_of_reach(grade_dir):
+    got = statuses(run(grade_dir, "terminals"))
+    assert all(got[e] == "passed" for e in ALL), got
+
+
 def test_reads_outside_the_sandbox_fail(grade_dir):
     """Solutions, configuration and the grader's environment are out of reach at run time."""
     result = run(grade_dir, "reads_outside")

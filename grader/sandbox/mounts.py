@@ -12,7 +12,10 @@ root, before it drops to its private uid (grader.sandbox.confine).
   grader.sandbox.bytecode, copied in, owned by its uid): a disk fill stops with ENOSPC at the
   folder's limit, whatever the number of files, and nothing it writes reaches the host's disk;
 - `/proc` is a procfs of its own with hidepid=invisible: the child sees only the processes of
-  its own uid, not the grader's (command lines, whose flags may carry a seed) nor other children.
+  its own uid, not the grader's (command lines, whose flags may carry a seed) nor other children;
+- `/dev/ptmx` and `/dev/pts/ptmx`, where terminals are made, are `/dev/null`: the machine's terminals
+  (4096, kernel.pty.max) are one pool for every process, and a red team's child took 50 a call
+  with descriptors enough for all of them, which would leave none to anyone (ssh, tmux) while it ran.
 Each step the machine refuses is returned as a note, never silently skipped.
 """
 from __future__ import annotations
@@ -28,6 +31,7 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVA
 # Hidden from the child, each a fresh tmpfs (a size for those it may write: /dev/shm; the rest
 # only hide what is there, Landlock lets it write nothing in them).
 SCRATCH = {"/tmp": 1 << 20, "/var/tmp": 1 << 20, "/run": 1 << 20}
+PTY_MAKERS = ("/dev/ptmx", "/dev/pts/ptmx")
 
 
 def private_view(workdir: str, uid: int, folder_bytes: int, libc=None, read_paths=(),
@@ -71,6 +75,9 @@ def private_view(workdir: str, uid: int, folder_bytes: int, libc=None, read_path
         if staged:
             write_files(workdir, files, uid)
         notes.append("no size limit on the working folder")
+    for path in PTY_MAKERS:
+        if os.path.exists(path) and not _mount(libc, "/dev/null", path, None, MS_BIND):
+            notes.append(f"{path} not covered (the child can take the machine's terminals)")
     for hide in ("hidepid=invisible", "hidepid=2"):
         if _mount(libc, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, hide):
             break
