@@ -80,6 +80,8 @@ JUDGED = [
     ("mlp.train_xor", "hand_set_behind_failed_calls", "one that raised does not count"),
     ("mlp.train_xor", "global_rng", "two calls with the same seed returned different params"),
     ("mlp.train_xor", "one_step", "of XOR's 4 points right"),
+    ("mlp.sgd_step", "in_place", "modified its input in place"),
+    ("mlp.momentum_step", "in_place", "modified its input in place"),
 ]
 
 
@@ -90,6 +92,15 @@ class TestMlp(ChapterChecks, ForbiddenChecks, JudgedChecks, AlternativeChecks):
     def test_linear_backward_reports_each_gradient(self, variants_result):
         verdicts = first_failure_verdicts(variants_result[("mlp.linear_backward", "db_unsummed")])
         assert verdicts == {"dX": True, "dW": True, "db": False}
+
+    @pytest.mark.slow
+    @pytest.mark.parametrize("exercise", ["mlp.sgd_step", "mlp.momentum_step"])
+    def test_a_step_in_place_is_said_to_be_in_place_not_wrong(self, variants_result, exercise):
+        """Each step's result is recorded as it returned: later steps updating the same tensors in
+        place do not make the earlier steps' right values look wrong (they all showed the last step's)."""
+        e = variants_result[(exercise, "in_place")]
+        assert all(c.message.startswith("modified its input in place") and "wrong" not in c.message
+                   for c in e.cases), [c.message for c in e.cases]
 
 
 def test_train_xor_building_blocks_reached_without_their_names_are_seen_called(grade_dir):
