@@ -42,6 +42,7 @@ def test_a_float64_miss_of_float32_size_with_float32_cases_passing_is_named():
     assert [c.diagnosis for c in out] == ["", "", "", FLOAT32]
     assert FLOAT32.startswith("float32 precision: your result is only float32-accurate: something converts to "
                               "float32 (a `.float()`, a float32 constant tensor, `torch.tensor(...)` without dtype)")
+    assert "a constant is written with a few digits (1.414214 for the square root of 2: write math.sqrt(2)" in FLOAT32
     # scaled by the values: 1e-3 on values of 1e4 is float32's size; on values of 1 it is not
     assert float32_accurate([*F32_PASS, record("float64", 1e-3, size=1e4)])
     assert not float32_accurate([*F32_PASS, record("float64", 1e-3)])

@@ -6,9 +6,10 @@
 Code that converts to float32 somewhere (a `.float()`, a float32 constant tensor, `torch.tensor(...)`
 without dtype; mixture-of-experts code computes its router's softmax in float32 on purpose) passes
 every float32 case and misses the float64 ones by about 1e-7 of the values: the error figure alone
-does not say why. The decision needs every case of the exercise, so the engine makes it after the
-cases, from the records' statuses, kinds and error figures (never from a message), and only when
-all of these hold, since a false diagnosis is worse than none:
+does not say why. A constant written with six or seven digits (`1.414214`, `3.14159`) misses them
+the same way, and the diagnosis names both. The decision needs every case of the exercise, so the
+engine makes it after the cases, from the records' statuses, kinds and error figures (never from a
+message), and only when all of these hold, since a false diagnosis is worse than none:
 
 - no case already names a known mistake (a named mistake is the better explanation: Adam's eps
   inside the square root also misses float64 cases by little, and is diagnosed by name);
@@ -38,7 +39,8 @@ from grader.results import CaseResult, Comparison, ComparisonKind, FailureKind, 
 __all__ = ["FLOAT32", "FLOAT32_BAND", "annotate", "float32_accurate"]
 
 FLOAT32 = ("float32 precision: your result is only float32-accurate: something converts to float32 (a `.float()`, "
-           "a float32 constant tensor, `torch.tensor(...)` without dtype); keep every step in the inputs' dtype")
+           "a float32 constant tensor, `torch.tensor(...)` without dtype), or a constant is written with a few digits "
+           "(1.414214 for the square root of 2: write math.sqrt(2), math.pi); keep every step in the inputs' dtype")
 FLOAT32_BAND = (1e-8, 1e-4)          # largest error / size of the values, for a result that went through float32
 _FLOATS = {"float16", "bfloat16", "float32", "float64"}
 
