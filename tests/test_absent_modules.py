@@ -35,7 +35,8 @@ def test_the_functions_that_do_not_use_an_absent_package_score_full_marks(graded
         assert not [n for n in e.notes if "could not be imported as written" in n], e.notes
     used = by_id["attention.positional_encoding"]
     assert used.status.value == "error" and used.points == 0
-    assert "einops.rearrange cannot be used here: einops is neither in your submission nor installed" in used.message
+    assert ("einops.rearrange cannot be used here: einops is neither a module at the top of your submission nor "
+            "installed") in used.message
 
 
 @pytest.fixture

@@ -194,6 +194,24 @@ def test_a_module_not_graded_is_explained_by_what_the_loader_said_a_near_name_or
     assert _no_module(sub, specs["neurons.perceptron_update"]).endswith("(start from exercises/neurons.py)")
 
 
+def test_a_folder_of_code_a_module_imports_is_said_with_the_fix(tmp_path):
+    """Only the modules at the top of a submission reach the child: a package of helpers beside them,
+    which plain Python imports, is said once, where the import fails, not only as "not installed"."""
+    (tmp_path / "helpers").mkdir()
+    (tmp_path / "helpers" / "__init__.py").write_text("from .numerics import shift\n")
+    (tmp_path / "helpers" / "numerics.py").write_text("def shift(z):\n    return z\n")
+    (tmp_path / "notes").mkdir()                      # code no module imports: not said
+    (tmp_path / "notes" / "scratch.py").write_text("x = 1\n")
+    (tmp_path / "data").mkdir()                       # imported name, but no code in it: not said
+    (tmp_path / "activations.py").write_text("import torch\nfrom helpers.numerics import shift\nimport data\n")
+    (tmp_path / "losses.py").write_text("import math, helpers\n")
+    sub = load_submission(str(tmp_path))
+    assert set(sub.files) == {"activations", "losses"}
+    assert sub.problems == ("helpers/: a folder of code that activations.py imports: only the files at the top of the "
+                            "submission are graded, so it cannot be imported there; put its code in helpers.py beside "
+                            "activations.py",)
+
+
 DEEP = "JUNK = " + "1+" * 200_000 + "1\n"        # deeper than ast.parse goes: RecursionError, not SyntaxError
 
 

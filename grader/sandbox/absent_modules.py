@@ -95,8 +95,8 @@ class Absent:
 
     def _fail(self, *args: Any, **kwargs: Any) -> Any:
         root = self._name.split(".")[0]
-        raise ModuleNotFoundError(f"{self._name} cannot be used here: {root} is neither in your submission "
-                                  "nor installed where the grader runs", name=root)
+        raise ModuleNotFoundError(f"{self._name} cannot be used here: {root} is neither a module at the "
+                                  "top of your submission nor installed where the grader runs", name=root)
 
     __call__ = __iter__ = __getitem__ = __enter__ = __len__ = _fail
 

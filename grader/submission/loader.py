@@ -122,6 +122,7 @@ def _from_dir(path: str) -> Submission:
                 files[name[:-6]], origin[name[:-6]] = _notebook(full, name), name
             except SubmissionError as e:
                 problems.append(str(e))
+    problems += _folders_imported(path, names, files, origin)
     if not files and not problems:
         inside = nested(path, names)
         problems.append(f"{shown_name(path)}: no .py modules found (expected files such as attention.py, or "
@@ -129,6 +130,22 @@ def _from_dir(path: str) -> Submission:
                                                                 "put the modules at the top of the submission"
                                                                 if inside else ""))
     return Submission(path, files, origin, at_most([file_name(p) for p in problems]))
+
+
+def _folders_imported(path: str, names: list[str], files: dict[str, str], origin: dict[str, str]) -> list[str]:
+    """A folder of Python code beside the modules that one of them imports (a package of helpers):
+    the child gets the modules at the top only, so the import fails there, said once with the fix."""
+    out = []
+    for name in names:
+        full = os.path.join(path, name)
+        if not name.isidentifier() or name in files or os.path.islink(full) or not os.path.isdir(full):
+            continue
+        importing = re.compile(rf"^\s*(?:from\s+{name}\b|import\s+(?:[\w.]+\s*,\s*)*{name}\b)", re.MULTILINE)
+        by = sorted(origin[m] for m, text in files.items() if importing.search(text))
+        if by and any(f.endswith(".py") for f in os.listdir(full)):
+            out.append(f"{name}/: a folder of code that {by[0]} imports: only the files at the top of the submission "
+                       f"are graded, so it cannot be imported there; put its code in {name}.py beside {by[0]}")
+    return out
 
 
 def _from_zip(path: str) -> Submission:
