@@ -69,7 +69,8 @@ def test_what_is_taken_from_a_stand_in_fails_only_when_used(student_folder):
     assert absent == ["zz_absent_pkg", "zz_absent_pkg.sub", "zz_absent_other"]
     assert module.f(1) == 2 and module.sub is module.same
     with pytest.raises(ModuleNotFoundError, match="zz_absent_other.helper cannot be used here: zz_absent_other is "
-                                                  "neither in your submission nor installed") as raised:
+                                                  "neither a module at the top of your submission nor "
+                                                  "installed") as raised:
         module.g(1)
     assert raised.value.name == "zz_absent_other"
     for use in (lambda: list(module.Thing), lambda: module.sub.fn[0], lambda: module.Thing.method()):
