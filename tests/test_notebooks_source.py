@@ -59,6 +59,37 @@ def test_indented_magic_keeps_its_block_valid_and_line_count():
     assert out.splitlines()[2] == "x = 1"
 
 
+def test_a_top_level_display_is_left_out_unless_the_notebook_has_its_own(tmp_path):
+    """Jupyter's display is a builtin there: a notebook that shows its mask with it imports as written.
+    A display of the notebook's own (def, assignment) is code like any other, and a call inside a
+    function is the function's."""
+    cell = "display(causal_mask(3))\nx = 1\ndisplay(\n    x)\ndef f():\n    display(x)\n"
+    out = python_of_cell(cell)
+    assert out.splitlines()[0].startswith("# (Jupyter's display, not run by the grader) display(causal_mask(3))")
+    assert out.splitlines()[1] == "x = 1" and out.splitlines()[2].startswith("# (Jupyter")
+    assert out.splitlines()[3].startswith("#") and out.splitlines()[5] == "    display(x)"
+    assert len(out.splitlines()) == len(cell.splitlines())
+    assert python_of_cell(cell, defines_display=True) == cell.rstrip("\n")
+    nb = {"cells": [{"cell_type": "code", "source": "def display(x):\n    print(x)\n"},
+                    {"cell_type": "code", "source": "display(1)\n"}], "metadata": {}, "nbformat": 4}
+    (tmp_path / "own.ipynb").write_text(json.dumps(nb))
+    assert "\ndisplay(1)\n" in notebook_source(str(tmp_path / "own.ipynb"))
+    nb["cells"][0]["source"] = "import torch\n"
+    (tmp_path / "jupyter.ipynb").write_text(json.dumps(nb))
+    assert "\ndisplay(1)\n" not in notebook_source(str(tmp_path / "jupyter.ipynb"))
+
+
+def test_a_notebook_that_does_not_import_is_named_as_handed_in(grade_dir, tmp_path):
+    source = (ROOT / "solutions" / "attention.py").read_text()
+    nb = {"cells": [{"cell_type": "code", "source": source}, {"cell_type": "code", "source": "print(undefined)\n"}],
+          "metadata": {}, "nbformat": 4}
+    (tmp_path / "attention.ipynb").write_text(json.dumps(nb))
+    result = grade_dir(tmp_path, "attention.causal_mask")
+    assert any(e.startswith("attention.ipynb does not import as written: NameError") for e in result.errors), \
+        result.errors
+    assert result.exercises[0].passed
+
+
 def test_cell_magic_with_a_non_python_body_is_commented_whole():
     out = python_of_cell("%%writefile helper.py\ndef f():\n    return 1\n")
     assert all(line.startswith("#") for line in out.splitlines() if line.strip())

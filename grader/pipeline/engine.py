@@ -85,7 +85,8 @@ def grade(submission_path: str, specs: list[ExerciseSpec], config: Config,
         ctx.staged.remove()
         if own:
             sandbox.shutdown()
-    broken = tuple(f"{m}.py does not import as written: {why}" for m, why in ctx.import_errors())
+    broken = tuple(f"{submission.origin.get(m, m + '.py')} does not import as written: {why}"
+                   for m, why in ctx.import_errors())
     return SubmissionResult(submission=submission_path, exercises=exercises, settings=config.summary(),
                             errors=submission.problems + broken, seconds=time.monotonic() - start,
                             grader_version=__version__)

@@ -271,7 +271,8 @@ class CaseRunner:
 
     def _missing_message(self) -> str:
         if self.load.import_error:
-            return (f"{self.spec.function} could not be loaded: {self.spec.module}.py does not import as written "
+            shown = self.ctx.submission.origin.get(self.spec.module, f"{self.spec.module}.py")
+            return (f"{self.spec.function} could not be loaded: {shown} does not import as written "
                     f"({self.load.import_error}) and the grader had to skip the part that holds it")
         return feedback.words(FailureKind.MISSING_FUNCTION, self.facts)
 

@@ -5,8 +5,9 @@
 The code cells are kept in order, each under a `# %% cell N` marker (N counts every cell,
 markdown included, from 1, as Jupyter shows them). What is not Python is commented out, with
 the line count kept: IPython line magics (`%timeit f()`, `x = %env`), shell escapes
-(`!pip install ...`, `files = !ls`), help requests (`f?`), `get_ipython()` calls, and whole
-cells under a cell magic whose body is not Python (`%%bash`). The grader's own cells go too:
+(`!pip install ...`, `files = !ls`), help requests (`f?`), `get_ipython()` calls, top-level
+`display(...)` calls (a builtin in Jupyter, which only shows a value), and whole cells under a
+cell magic whose body is not Python (`%%bash`). The grader's own cells go too:
 nbgrader's locked autograder test cells (metadata grade=true, solution=false), and the
 notebook API's `from grader.notebook import ...` statements and top-level `check(...)` calls,
 which would otherwise count as "importing the grader" for every exercise. Removing code never
@@ -35,6 +36,9 @@ PYTHON_CELL_MAGICS = {"time", "timeit", "capture", "prun", "debug", "python", "p
 _MAGIC_START = re.compile(r"^\s*(?:[%!?]|get_ipython\s*\(|(?:pip|conda|mamba)\s+(?:install|uninstall)\b)")
 _MAGIC_ASSIGN = re.compile(r"^\s*[\w.]+(?:\s*,\s*[\w.]+)*\s*=\s*[%!]")
 _HELP = re.compile(r"^\s*[\w.]+\s*\?\??\s*$")
+_DISPLAY = re.compile(r"^display\s*\(")
+_OWN_DISPLAY = re.compile(r"^\s*(?:(?:async\s+)?def\s+display\b|display\s*(?::[^=]*)?=[^=]|class\s+display\b)",
+                          re.MULTILINE)
 FIX = "open it in Jupyter, save it (File > Save), and hand in the .ipynb file again"
 
 
@@ -47,14 +51,14 @@ def notebook_source(path: str, raw: bytes | None = None) -> str:
                               "start from the course's notebook (its kernel is Python 3)")
     parts: list[str] = []
     has_code = False
-    for number, cell in enumerate(cells, 1):
-        if cell.get("cell_type") != "code":
-            continue
-        text = _text(cell.get("source", cell.get("input", "")))
+    code_cells = [(number, cell, _text(cell.get("source", cell.get("input", ""))))
+                  for number, cell in enumerate(cells, 1) if cell.get("cell_type") == "code"]
+    defines_display = any(_OWN_DISPLAY.search(text) for _, _, text in code_cells)
+    for number, cell, text in code_cells:
         if _is_autograder_test(cell):
             parts.append(f"# %% cell {number}: nbgrader autograder test (the grader's own cell, not graded)\n")
             continue
-        code = python_of_cell(text)
+        code = python_of_cell(text, defines_display)
         has_code = has_code or bool(code.strip())
         parts.append(f"# %% cell {number}\n{code}\n")
     if not has_code:
@@ -124,8 +128,10 @@ def _is_autograder_test(cell: dict) -> bool:
 
 
 # --------------------------------------------------------------------------- one cell
-def python_of_cell(text: str) -> str:
-    """The cell's text with IPython-only syntax and grader calls commented out (same line count)."""
+def python_of_cell(text: str, defines_display: bool = False) -> str:
+    """The cell's text with IPython-only syntax and grader calls commented out (same line count).
+    A top-level `display(...)` goes too, unless the notebook defines a `display` of its own
+    (`defines_display`): Jupyter's is a builtin there, and it only shows a value."""
     lines = text.splitlines()
     first = next((i for i, line in enumerate(lines) if line.strip()), None)
     if first is not None and lines[first].lstrip().startswith("%%"):
@@ -139,6 +145,8 @@ def python_of_cell(text: str) -> str:
         head = lines[start - 1]
         if _MAGIC_START.match(head) or _MAGIC_ASSIGN.match(head) or _HELP.match(head):
             _blank(lines, start, end, "IPython syntax, not run by the grader")
+        elif _DISPLAY.match(head) and not defines_display:
+            _blank(lines, start, end, "Jupyter's display, not run by the grader")
     _drop_grader_calls(lines)
     return "\n".join(lines)
 
