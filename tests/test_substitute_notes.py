@@ -49,7 +49,7 @@ def test_only_the_substitutes_called_are_named(inlined, calling):
 def _runner(depends, outcomes):
     runner = CaseRunner.__new__(CaseRunner)       # only the note's state: no context, no child
     runner.spec = type("Spec", (), {"depends": depends, "function": "f"})()
-    runner._notes, runner._replies, runner._called = [], 0, set()
+    runner._notes, runner._replies, runner._returned, runner._called = [], 0, 0, set()
     for outcome in outcomes:
         runner._record_called(outcome)
     return runner
@@ -66,3 +66,7 @@ def test_the_note_reads_the_replies_and_nothing_else():
     # A session that does not say (the notebook's in-process one) keeps the note it always had.
     assert "reference cell in place" in _runner(deps, [Outcome("ok")]).notes()[0]
     assert _runner({}, [Outcome("ok", called=["cell"])]).notes() == []
+    # Every call raised before it reached a helper (a NameError on its first line): nothing is said of
+    # what the function calls; a helper it called before raising is still named.
+    assert _runner(deps, [Outcome("error", called=[]), Outcome("error", called=[])]).notes() == []
+    assert "reference cell in place" in _runner(deps, [Outcome("error", called=["cell"])]).notes()[0]

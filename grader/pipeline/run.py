@@ -54,6 +54,7 @@ class CaseRunner:
         self._import_limit = 0.0
         self._import_failure: Outcome | None = None
         self._replies = 0                       # case calls the child answered
+        self._returned = 0                      # of those, the calls that returned (did not raise)
         self._called: set[str] | None = set()   # substitutes those calls used; None: a session said nothing
         self.overrides = ctx.config.exercise(spec.id)
         self.timeout = self.overrides.call_timeout or spec.call_timeout or ctx.config.call_timeout
@@ -150,14 +151,17 @@ class CaseRunner:
     def _substitutes_note(self) -> str:
         """Which of the spec's substitutes stood in for the student's functions: those the child
         says the calls used (all of them, from a session that does not say); when the function
-        answered without calling any, that it was graded on its own code; nothing when no call
-        was answered."""
+        returned without calling any, that it was graded on its own code; nothing when no call
+        was answered, or every call raised (a NameError before the first call of a helper says
+        nothing of what the function calls)."""
         if not self.spec.depends or not self._replies:
             return ""
         used = sorted(self.spec.depends if self._called is None else self._called & set(self.spec.depends))
         if used:
             return (f"Graded with the grader's reference {', '.join(used)} in place of yours, so a bug there is "
                     f"charged once, in its own exercise, not again here.")
+        if not self._returned:
+            return ""
         names = " or ".join(sorted(self.spec.depends))
         return (f"{self.spec.function} was graded on its own code: it did not call {names}, so the grader's "
                 "reference, which stands in for yours where it is called, played no part.")
@@ -253,6 +257,7 @@ class CaseRunner:
         if outcome.kind not in ("ok", "error"):
             return          # no answer from the function: nothing to say about what it called
         self._replies += 1
+        self._returned += outcome.kind == "ok"
         if outcome.called is None:
             self._called = None
         elif self._called is not None:
