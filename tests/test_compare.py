@@ -26,9 +26,15 @@ def test_shape_mismatch_is_reported_before_values():
 
 def test_dtype_mismatch():
     c = compare_tensor(torch.zeros(2, dtype=torch.float64), torch.zeros(2), "out", TOL)
-    assert not c.ok and c.problem == "dtype float64 but expected float32 (keep the dtype of the inputs)"
+    assert not c.ok and c.problem == ("dtype float64 but expected float32 (return float32: the inputs' "
+                                  "dtype, or the one the docstring names where the inputs are not tensors); its "
+                                  "values are right")
+    wrong = compare_tensor(torch.ones(2, dtype=torch.float64), torch.zeros(2), "out", TOL)
+    assert wrong.problem.endswith("are not tensors)"), wrong.problem
+    nan = compare_tensor(torch.full((2,), float("nan")), torch.ones(2, dtype=torch.bool), "mask", TOL)
+    assert nan.problem == "dtype float32 but expected bool (return a torch.bool tensor)", nan.problem
     mask = compare_tensor(torch.ones(2, 2), torch.ones(2, 2, dtype=torch.bool), "mask", TOL)   # causal_mask(T)
-    assert mask.problem == "dtype float32 but expected bool (return a torch.bool tensor)"
+    assert mask.problem == "dtype float32 but expected bool (return a torch.bool tensor); its values are right"
 
 
 def test_a_python_number_for_a_0d_tensor_is_named_as_the_item_mistake():
