@@ -65,7 +65,10 @@ class Forbidden:
     - `family`: a regular expression naming the same computation's kernels in every layout and
       backend of this CPU build (sparse, nested, MKL-DNN, quantized, foreach: `_sparse_softmax`,
       `mkldnn_max_pool2d`); each at::native function it matches must be in `native`, which a test
-      checks against the installed torch, so that a kernel a new torch adds is named, not missed.
+      checks against the installed torch, so that a kernel a new torch adds is named, not missed;
+    - `python`: a regular expression naming PyTorch's own Python implementations of the computation
+      (`torch._refs.softmax`, `torch._decomp.decompositions.lstm_cell`); "" for the family's. They
+      join the static names and the tripwires (grader.catalog.rules.python_kernels).
     """
 
     name: str
@@ -75,6 +78,7 @@ class Forbidden:
     aten: tuple[str, ...] = ()
     native: tuple[str, ...] = ()
     family: str = ""
+    python: str = ""
 
 
 @dataclass(frozen=True)

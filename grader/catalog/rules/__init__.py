@@ -10,7 +10,10 @@ when no correct answer reaches it. A rule's `rationale` is what the student read
 Not mapped to kernels (Python-level APIs whose kernels correct code uses too): torch.optim, clip_grad_norm_, the
 xavier initialisers, F.multi_head_attention_forward and the nn.Transformer classes' Python paths.
 The rules live in two modules, by the chapters that use them: elementwise (autograd, neurons, activations,
-losses, the MLP) and layers (convolutions and pools, recurrent layers, embeddings, attention, the transformer)."""
+losses, the MLP) and layers (convolutions and pools, recurrent layers, embeddings, attention, the transformer).
+Each rule named here also forbids PyTorch's own Python implementations of its computation
+(grader.catalog.rules.python_kernels)."""
+from grader.catalog.rules.python_kernels import with_implementations
 from grader.catalog.spec import Forbidden
 from grader.catalog.rules.elementwise import (
     AUTOGRAD, HEAVISIDE, SIGN, SIGMOID, TANH, RELU, LEAKY_RELU, ELU, GELU, SOFTMAX, LOGSUMEXP, MSE, CROSS_ENTROPY,
@@ -28,3 +31,6 @@ __all__ = [
     "RECURRENT", "LSTM_KERNELS", "EMBEDDING", "EMBEDDING_KERNELS", "SDPA", "MHA", "TRANSFORMER_MODULES",
     "LAYER_NORM",
 ]
+
+for _name in __all__[1:]:
+    globals()[_name] = with_implementations(globals()[_name])

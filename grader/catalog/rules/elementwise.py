@@ -49,7 +49,9 @@ AUTOGRAD = Forbidden(
                  "_sparse_softmax_backward_data_out", "_sparse_log_softmax_backward_data_out",
                  "softmax_backward_sparse_cpu", "log_softmax_backward_sparse_cpu",
                  "softmax_backward_sparse_input_preprocessing")),
-    family=r"(^|_)(sigmoid|tanh|threshold|relu|leaky_relu|elu|gelu|softmax|mse_loss|nll_loss(2d)?)(_.*)?_backward")
+    family=r"(^|_)(sigmoid|tanh|threshold|relu|leaky_relu|elu|gelu|softmax|mse_loss|nll_loss(2d)?)(_.*)?_backward",
+    # every derivative formula PyTorch writes in Python is autograd's (embedding_dense_backward too)
+    python=r"_backward(_data|_out)?$")
 
 # ----------------------------------------------------------------------------- neurons
 # Rationale: heaviside is one comparison; torch.heaviside would be the whole exercise.

@@ -136,7 +136,7 @@ LSTM_KERNELS = Forbidden(
     name="torch recurrent kernels",
     rationale="a fused LSTM kernel ran inside your code: write the gates and the time loop with tensor operations",
     aten=("aten::lstm", "aten::mkldnn_rnn", "aten::_cudnn_rnn", "aten::miopen_rnn", "aten::_thnn_fused_lstm",
-          "aten::quantized_lstm", "aten::_lstm_mps"))
+          "aten::quantized_lstm", "aten::_lstm_mps"), python=r"(^|_)lstm(_|$)")
 
 # ----------------------------------------------------------------------------- tokens
 # Rationale: F.embedding is the lookup itself, and its backward kernel is embedding_backward itself.
@@ -155,12 +155,12 @@ EMBEDDING = Forbidden(
     native=_at("embedding_symint", "embedding_out_symint", "embedding_bag", "_embedding_bag_cpu", "_embedding_bag_out",
                "_embedding_bag_forward_only_cpu", "_embedding_bag_forward_only_out", "embedding_backward_symint",
                "embedding_dense_backward_cpu", "embedding_dense_backward_out_symint", "NestedTensor_embedding"),
-    family=r"^(?!.*(backward|loss|renorm)).*(^|_)embedding(_bag)?(_|$)")
+    family=r"^(?!.*(backward|loss|renorm)).*(^|_)embedding(_bag)?(_|$)", python=r"^embedding(_dense_backward)?$")
 # Rationale: the run-time net for the embedding kernel reached through torch.ops.aten by a computed name.
 # Attached to embedding_lookup, where the kernel is the whole answer (same dispatch-mode cost as above).
 EMBEDDING_KERNELS = Forbidden(
     name="torch embedding kernels", rationale="an embedding kernel ran inside your code: index the rows of E yourself",
-    aten=("aten::embedding", "aten::_embedding_bag"))
+    aten=("aten::embedding", "aten::_embedding_bag"), python=r"^embedding(_dense_backward)?$")
 
 # ----------------------------------------------------------------------------- attention
 # Rationale: scaled_dot_product_attention is the exercise; PyTorch's fused kernel would skip it.
