@@ -137,6 +137,7 @@ class CaseResult:
     message: str = ""              # what went wrong, in the second person
     comparisons: tuple[Comparison, ...] = ()
     diagnosis: str = ""            # the known mistake this looks like, if any
+    fits: tuple[str, ...] = ()     # the known mistakes it looks like when more than one does (then no diagnosis)
     heatmaps: tuple[Heatmap, ...] = ()
     seconds: float = 0.0
     failure: FailureKind | None = None   # why it did not pass; None when it passed (or stored before kinds)
@@ -277,6 +278,7 @@ def from_dict(data: dict[str, Any]) -> SubmissionResult:
         d["comparisons"] = tuple(comparison(c) for c in d["comparisons"])
         d["heatmaps"] = tuple(Heatmap(h["title"], _tuple(h["student"]), _tuple(h["reference"])) for h in d["heatmaps"])
         d["failure"] = FailureKind(d["failure"]) if d.get("failure") else None
+        d["fits"] = tuple(d.get("fits", ()))
         return CaseResult(**d)
 
     def perf(d):

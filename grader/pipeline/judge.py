@@ -56,8 +56,10 @@ def judge(spec: ExerciseSpec, case: Case, value: Any, ref: Any, tol: Tol, *,
     where = "" if case.hidden else localise(spec, case, value, probe)
     if where:
         message = f"{message}\n{where}" if message else where
+    fits = mistakes_fitting(spec, case, value, ref, tol)
     return CaseResult(name=case.name, status=Status.FAILED, description=description, message=message,
-                      comparisons=decision.comparisons, diagnosis=diagnose(spec, case, value, ref, tol),
+                      comparisons=decision.comparisons, diagnosis=fits[0] if len(fits) == 1 else "",
+                      fits=fits if len(fits) > 1 else (),
                       heatmaps=() if case.hidden else heatmaps(spec, value, ref, decision.comparisons),
                       failure=decision.failure)
 
@@ -87,13 +89,13 @@ def _takes_probe(judge_fn) -> bool:
         return False
 
 
-def diagnose(spec: ExerciseSpec, case: Case, value: Any, ref: Any, tol: Tol) -> str:
-    """'<mistake>: <explanation>' for the known mistake whose output `value` matches, of those that
+def mistakes_fitting(spec: ExerciseSpec, case: Case, value: Any, ref: Any, tol: Tol) -> tuple[str, ...]:
+    """'<mistake>: <explanation>' of each known mistake whose output `value` matches, of those that
     make a difference on this case: a mistake whose output is the reference's, or the reference's
     rounded to float32, cannot be what went wrong (derivative 1 at z = 0 on inputs without a zero,
     computed with float32 constants, is only a float32-accurate right answer). A case that two
-    mistakes explain alike names neither: it cannot tell them apart (T = 1 makes an inverted causal
-    mask and one without its diagonal the same), and the exercise's other cases may."""
+    mistakes explain alike names neither as its diagnosis: it cannot tell them apart (T = 1 makes an
+    inverted causal mask and one without its diagonal the same), and the exercise's other cases may."""
     rounded, named = None, []
     for mistake in spec.mistakes:
         try:
@@ -105,7 +107,7 @@ def diagnose(spec: ExerciseSpec, case: Case, value: Any, ref: Any, tol: Tol) -> 
         rounded = _in_float32(ref) if rounded is None else rounded
         if not any(matches(wrong, same, spec.outputs, tol, spec.exact) for same in (ref, rounded)):
             named.append(f"{mistake.name}: {mistake.explanation}")
-    return named[0] if len(named) == 1 else ""
+    return tuple(named)
 
 
 def localise(spec: ExerciseSpec, case: Case, value: Any, probe: Probe) -> str:

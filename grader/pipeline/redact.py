@@ -42,7 +42,7 @@ def hidden(result: CaseResult, facts: Facts) -> CaseResult:
     comparisons = tuple(hide(c) for c in result.comparisons)
     return CaseResult(name=result.name, status=result.status, description=WITHHELD, hidden=True,
                       message=_message(result, comparisons, facts), comparisons=comparisons,
-                      diagnosis=result.diagnosis, seconds=result.seconds, failure=result.failure)
+                      diagnosis=result.diagnosis, fits=result.fits, seconds=result.seconds, failure=result.failure)
 
 
 def _message(result: CaseResult, comparisons: tuple[Comparison, ...], facts: Facts) -> str:
