@@ -282,9 +282,7 @@ def from_dict(data: dict[str, Any]) -> SubmissionResult:
         return CaseResult(**d)
 
     def perf(d):
-        d = dict(d)
-        d["status"] = Status(d["status"])
-        return PerfResult(**d)
+        return PerfResult(**{**d, "status": Status(d["status"])})
 
     def exercise(d):
         d = dict(d)
@@ -294,9 +292,7 @@ def from_dict(data: dict[str, Any]) -> SubmissionResult:
         d["performance"] = tuple(perf(p) for p in d.get("performance", ()))
         return ExerciseResult(**d)
 
-    d = dict(data)
-    d.pop("score", None)
-    d.pop("max_score", None)
+    d = {k: v for k, v in data.items() if k not in ("score", "max_score")}
     d["exercises"] = tuple(exercise(e) for e in d["exercises"])
     d["errors"] = tuple(d["errors"])
     return SubmissionResult(**d)

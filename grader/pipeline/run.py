@@ -53,8 +53,7 @@ class CaseRunner:
         self._first_call = True
         self._import_limit = 0.0
         self._import_failure: Outcome | None = None
-        self._replies = 0                       # case calls the child answered
-        self._returned = 0                      # of those, the calls that returned (did not raise)
+        self._replies = self._returned = 0      # case calls the child answered; of those, calls that returned
         self._called: set[str] | None = set()   # substitutes those calls used; None: a session said nothing
         self.overrides = ctx.config.exercise(spec.id)
         self.timeout = self.overrides.call_timeout or spec.call_timeout or ctx.config.call_timeout
@@ -144,24 +143,19 @@ class CaseRunner:
         return text[:keep], truncated
 
     def notes(self) -> list[str]:
-        notes = list(self._notes)
-        substitutes = self._substitutes_note()
-        return notes + [substitutes] if substitutes else notes
+        return list(self._notes) + [note for note in (self._substitutes_note(),) if note]
 
     def _substitutes_note(self) -> str:
-        """Which of the spec's substitutes stood in for the student's functions: those the child
-        says the calls used (all of them, from a session that does not say); when the function
-        returned without calling any, that it was graded on its own code; nothing when no call
-        was answered, or every call raised (a NameError before the first call of a helper says
-        nothing of what the function calls)."""
-        if not self.spec.depends or not self._replies:
+        """Which of the spec's substitutes stood in for the student's functions: those the child says
+        the calls used (all of them, from a session that does not say); when the function returned
+        without calling any, that it was graded on its own code; nothing when no call returned (a
+        NameError before the first call of a helper says nothing of what the function calls)."""
+        used = sorted(self.spec.depends if self._called is None else (self._called or set()) & set(self.spec.depends))
+        if not self.spec.depends or not self._replies or not (used or self._returned):
             return ""
-        used = sorted(self.spec.depends if self._called is None else self._called & set(self.spec.depends))
         if used:
             return (f"Graded with the grader's reference {', '.join(used)} in place of yours, so a bug there is "
                     f"charged once, in its own exercise, not again here.")
-        if not self._returned:
-            return ""
         names = " or ".join(sorted(self.spec.depends))
         return (f"{self.spec.function} was graded on its own code: it did not call {names}, so the grader's "
                 "reference, which stands in for yours where it is called, played no part.")
@@ -275,11 +269,11 @@ class CaseRunner:
                             feedback.error_message(ready.error, self.ctx.config.memory_mb), facts=facts)
 
     def _missing_message(self) -> str:
-        if self.load.import_error:
-            shown = self.ctx.submission.origin.get(self.spec.module, f"{self.spec.module}.py")
-            return (f"{self.spec.function} could not be loaded: {shown} does not import as written "
-                    f"({self.load.import_error}) and the grader had to skip the part that holds it")
-        return feedback.words(FailureKind.MISSING_FUNCTION, self.facts)
+        if not self.load.import_error:
+            return feedback.words(FailureKind.MISSING_FUNCTION, self.facts)
+        shown = self.ctx.submission.origin.get(self.spec.module, f"{self.spec.module}.py")
+        return (f"{self.spec.function} could not be loaded: {shown} does not import as written "
+                f"({self.load.import_error}) and the grader had to skip the part that holds it")
 
     def _probe(self, function: str, *args: Any, **kwargs: Any) -> Any:
         if self.session is None or not self.session.alive:
