@@ -230,13 +230,26 @@ def test_extensions_by_due_date_hours_or_days(tmp_path):
     ("student,hours\nalice,-2\n", "must be a finite number, 0 or more"),
     ("student,hours\nalice,2\nalice,3\n", "line 3: alice is listed twice"),
     ("student,due\nalice,2026-03-04T09:00\n", "has no UTC offset"),
+    ("student,hours\nalice,48,\n", "line 2: 3 fields but the header has 2; put a value that holds a comma in"),
+    ("student;hours\nalice;48\n", "separated by semicolons .* save it with commas"),
+    ("student,hours\nAndr\xe9,48\n".encode("latin-1"), "not UTF-8 text .*save it as UTF-8"),
+    ("student,hours\nalice,48\n".encode("utf-16"), "not UTF-8 text \\(it is UTF-16\\); save it as UTF-8"),
 ])
 def test_bad_extension_files_say_the_line_and_the_fix(tmp_path, text, fragment):
-    (tmp_path / "ext.csv").write_text(text)
+    (tmp_path / "ext.csv").write_bytes(text if isinstance(text, bytes) else text.encode())
     with pytest.raises(ConfigError, match=fragment):
         tables.extensions(policy(extensions_csv="ext.csv"), str(tmp_path))
     with pytest.raises(ConfigError, match="no such file"):
         tables.extensions(policy(extensions_csv="missing.csv"), str(tmp_path))
+
+
+def test_a_times_csv_that_is_a_folder_or_has_an_extra_field_says_so(tmp_path):
+    (tmp_path / "times").mkdir()
+    with pytest.raises(ConfigError, match="times_csv = .*: is a folder; name the CSV file in it"):
+        tables.submission_times(policy(source="csv", times_csv="times"), str(tmp_path))
+    (tmp_path / "times.csv").write_text("student,submitted_at\nalice,2026-03-02T11:00:00Z,\n")
+    with pytest.raises(ConfigError, match="line 2: 3 fields but the header has 2"):
+        tables.submission_times(policy(source="csv", times_csv="times.csv"), str(tmp_path))
 
 
 def test_the_instructors_submission_times(tmp_path):

@@ -89,6 +89,16 @@ def test_a_bad_roster_and_a_folder_without_a_gradebook_are_usage_errors(graded, 
     assert proc.returncode == 2 and "no gradebook.sqlite here; pass the --out folder of `grader batch`" in proc.stderr
 
 
+def test_a_roster_row_with_more_fields_than_its_header_is_a_usage_error(graded, tmp_path):
+    """An unquoted "Lovelace, Ada" made a third field that csv.DictReader keys None: a traceback, exit 3."""
+    bad = tmp_path / "roster.csv"
+    bad.write_text("student,name,email\nada,Lovelace, Ada,ada@x\n")
+    proc = export(graded, "--format", "canvas", "--name", "x", "--roster", str(bad))
+    assert proc.returncode == 2, proc.stderr
+    assert f"{bad}, line 2: 4 fields but the header has 3; put a value that holds a comma in double quotes" \
+        in proc.stderr and "Traceback" not in proc.stderr
+
+
 def test_only_the_rows_of_the_last_batch_runs_grades_csv_are_exported(tmp_path):
     """A re-run with fewer exercises and one submission removed: grades.csv drops dave, and so must
     the export (before: dave's stale 2-exercise row went out, and set Blackboard's Total Pts)."""

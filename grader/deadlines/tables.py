@@ -10,11 +10,11 @@ nothing is skipped silently (a student listed twice is an error, not "the last o
 """
 from __future__ import annotations
 
-import csv
 import math
 import os
 from datetime import datetime, timedelta
 
+from grader import instructor_csv
 from grader.deadlines.config import DeadlinePolicy
 from grader.deadlines.times import parse_time
 from grader.errors import ConfigError
@@ -27,17 +27,8 @@ def resolve(root: str, path: str) -> str:
 
 
 def _read(path: str, key: str) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as f:
-            reader = csv.DictReader(f)
-            rows = [(reader.line_num, {(k or "").strip().lower(): (v or "").strip() for k, v in row.items()})
-                    for row in reader]
-            header = [(h or "").strip().lower() for h in (reader.fieldnames or [])]
-    except FileNotFoundError:
-        raise ConfigError(f"[deadline] {key} = {path!r}: no such file (paths are relative to autograde.toml)") \
-            from None
-    except (OSError, UnicodeDecodeError, csv.Error) as e:
-        raise ConfigError(f"[deadline] {key} = {path!r}: cannot be read as a UTF-8 CSV: {e}") from None
+    header, rows = instructor_csv.read(path, f"[deadline] {key} = {path!r}", ConfigError,
+                                       missing=" (paths are relative to autograde.toml)")
     if "student" not in header:
         raise ConfigError(f"{path}: the first line must be a header with a 'student' column (found: "
                           f"{', '.join(header) or 'nothing'})")

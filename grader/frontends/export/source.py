@@ -19,10 +19,10 @@ whichever of their grades it applied last.
 """
 from __future__ import annotations
 
-import csv
 import os
 from dataclasses import dataclass
 
+from grader import instructor_csv
 from grader.errors import UsageError
 from grader.frontends.batch.gradebook import Gradebook, Row, Run
 from grader.frontends.batch.outputs import student_dir
@@ -152,15 +152,7 @@ def roster(path: str | None) -> dict[str, Person]:
     """student -> Person; {} when no roster is given. ExportError naming the line for a bad file."""
     if not path:
         return {}
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as f:
-            reader = csv.DictReader(f)
-            header = [_key(h or "") for h in reader.fieldnames or []]
-            records = [(reader.line_num, {_key(k or ""): (v or "").strip() for k, v in r.items()}) for r in reader]
-    except FileNotFoundError:
-        raise ExportError(f"--roster {path}: no such file") from None
-    except (OSError, UnicodeDecodeError, csv.Error) as e:
-        raise ExportError(f"--roster {path}: cannot be read as a UTF-8 CSV: {e}") from None
+    header, records = instructor_csv.read(path, f"--roster {path}", ExportError, key=_key)
     if "student" not in header:
         raise ExportError(f"{path}: the header needs a 'student' column (the grader's student id) beside any of "
                           f"{', '.join(ROSTER_COLUMNS[1:])}; found: {', '.join(header) or 'nothing'}")
