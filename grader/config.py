@@ -155,6 +155,33 @@ def _check_type(value: Any, typ, where: str) -> None:
         raise ConfigError(f"{where}: expected {names.replace('int or float', 'a number')}, got {value!r}")
 
 
+def read_toml(path: str) -> dict[str, Any]:
+    """The tables of the TOML file at `path`; a UTF-8 BOM (Notepad writes one) is accepted. ConfigError
+    naming the file and the fix for a missing file, a folder or a pipe, text that is not UTF-8, bad TOML."""
+    try:
+        if os.path.isdir(path):
+            raise ConfigError(f"{path}: is a folder; name the autograde.toml file in it (--config {path.rstrip('/')}"
+                              "/autograde.toml)")
+        if not os.path.isfile(path) and os.path.exists(path):
+            raise ConfigError(f"{path}: not a regular file (a pipe or a device); name the autograde.toml file")
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file (run the grader from the course folder, or pass --config)") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot be read: {e.strerror or e}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw[:e.start].count(b"\n") + 1
+        raise ConfigError(f"{path}, line {line}: not UTF-8 text (byte {raw[e.start]:#04x}, Latin-1 or Windows-1252 "
+                          "perhaps); save the file as UTF-8") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+
+
 def load_config(path: str | None = None, env: Mapping[str, str] | None = None,
                 overrides: Mapping[str, Any] | None = None, known_exercises=None,
                 flags: Mapping[str, str] | None = None) -> Config:
@@ -166,14 +193,7 @@ def load_config(path: str | None = None, env: Mapping[str, str] | None = None,
     given = validate_overrides(overrides or {}, flags)
     data: dict[str, Any] = {}
     if path:
-        try:
-            with open(path, "rb") as f:
-                data = tomllib.load(f)
-        except FileNotFoundError:
-            raise ConfigError(f"{path}: no such file (run the grader from the course folder, or pass --config)") \
-                from None
-        except tomllib.TOMLDecodeError as e:
-            raise ConfigError(f"{path}: not valid TOML: {e}") from None
+        data = read_toml(path)
     src = path or "defaults"
     values: dict[str, Any] = {}
     exercises: dict[str, ExerciseConfig] = {}

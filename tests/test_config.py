@@ -173,3 +173,15 @@ def test_the_commented_deadline_example_in_autograde_toml_is_valid(tmp_path):
     cfg = load_config(write(tmp_path, body), env={})
     assert cfg.deadline.source.value == "nbgrader" and cfg.deadline.max_penalty_percent == 50
     assert load_config(str(ROOT / "autograde.toml"), env={}).deadline is None      # off while commented out
+
+
+def test_a_config_that_is_a_folder_not_utf8_or_has_a_bom(tmp_path):
+    """A folder and Latin-1 text were tracebacks (exit 3); a UTF-8 BOM was 'Invalid statement'."""
+    with pytest.raises(ConfigError, match="is a folder; name the autograde.toml file in it"):
+        load_config(str(tmp_path), env={})
+    p = tmp_path / "autograde.toml"
+    p.write_bytes('[course]\nname = "Réseaux"\n'.encode("latin-1"))
+    with pytest.raises(ConfigError, match=r"autograde.toml, line 2: not UTF-8 text .*save the file as UTF-8"):
+        load_config(str(p), env={})
+    p.write_bytes('[course]\nname = "Réseaux"\n'.encode("utf-8-sig"))
+    assert load_config(str(p), env={}).course_name == "Réseaux"

@@ -30,7 +30,6 @@ its record from that one SubmissionResult.
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,7 @@ import pytest
 from _pytest._code.code import ReprFileLocation, TerminalRepr
 
 from grader import api                # light: the catalog and torch load when an exercise file is collected
+from grader.config import read_toml
 from grader.errors import ConfigError
 from grader.reports.junit import failure_text, headline
 from grader.results import Status
@@ -95,9 +95,8 @@ _STATE = pytest.StashKey[_State]()
 def _submission_folder(toml: Path) -> Path:
     """`[course] submission` of this autograde.toml, read cheaply (validation comes when grading)."""
     try:
-        with open(toml, "rb") as f:
-            folder = tomllib.load(f).get("course", {}).get("submission", "exercises")
-    except (OSError, tomllib.TOMLDecodeError):
+        folder = read_toml(str(toml)).get("course", {}).get("submission", "exercises")
+    except ConfigError:
         folder = "exercises"      # a broken file is reported by load_config when its exercises are collected
     return (toml.parent / str(folder)).resolve()
 
