@@ -272,14 +272,22 @@ def _value(section: str, key: str, value: Any, where: str, flag: bool = False) -
     return float(value) if key.endswith("timeout") else value
 
 
+def range_problem(value: float, rule: tuple[Any, str]) -> str | None:
+    """What is wrong with a number setting, or None: every number a setting holds (a limit, a tolerance, a
+    budget, a penalty) must be finite (TOML and float() read nan and inf) and pass its rule, (test, limit
+    in words). One check for every section and flag."""
+    test, limit = rule
+    if not math.isfinite(value):
+        return f"must be a finite number, {limit}"
+    return None if test(value) else f"must be {limit}"
+
+
 def in_range(key: str, value: float, named: str, desc: str) -> None:
     """ConfigError unless `value` is finite and within LIMITS[key]; `named` is what it is
     ("--jobs -1"), `desc` what it means."""
-    test, limit = LIMITS[key]
-    if not math.isfinite(value):
-        raise ConfigError(f"{named}: must be a finite number, {limit} — {desc}")
-    if not test(value):
-        raise ConfigError(f"{named}: must be {limit} — {desc}")
+    problem = range_problem(value, LIMITS[key])
+    if problem:
+        raise ConfigError(f"{named}: {problem} — {desc}")
 
 
 def exercise_settings(table: Mapping[str, Any], where: str) -> dict[str, Any]:

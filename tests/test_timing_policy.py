@@ -353,6 +353,12 @@ def test_statistics():
     ({"suspicious_speedup": 1}, "must be above 1"),
     ({"thresholds": {"attention.multi_head_atention": 2}}, "did you mean 'attention.multi_head_attention'?"),
     ({"thresholds": {"attention.multi_head_attention": -1}}, "must be a positive number"),
+    ({"budget_s": math.nan}, "budget_s (seconds of measurement per check, warm-up included): must be a finite number, "
+                             "positive, got nan"),
+    ({"budget_s": math.inf}, "must be a finite number, positive, got inf"),
+    ({"suspicious_speedup": math.nan}, "must be a finite number, above 1, got nan"),
+    ({"suspicious_speedup": math.inf}, "must be a finite number, above 1, got inf"),
+    ({"thresholds": {"attention.multi_head_attention": math.inf}}, "must be a positive number"),
 ])
 def test_config_errors_name_the_key_the_file_and_the_fix(body, message):
     with pytest.raises(ConfigError) as e:

@@ -23,13 +23,13 @@ here: a student's copy of the course repository has the configuration but not th
 from __future__ import annotations
 
 import difflib
-import math
 from dataclasses import dataclass
 from datetime import date, datetime
 from enum import Enum
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from grader.config import range_problem
 from grader.deadlines.times import Source, parse_time, zone
 from grader.errors import ConfigError
 
@@ -149,9 +149,9 @@ def _value(key: str, value: Any, src: str) -> Any:
             raise _fail(src, key, f"{value!r} is not one of {', '.join(kinds)}{_suggest(value, kinds)}")
         return CHOICES[key](value)
     if key in RANGES:
-        test, limit = RANGES[key]
-        if not math.isfinite(value) or not test(value):
-            raise _fail(src, key, f"{value!r} must be a finite number, {limit}")
+        problem = range_problem(value, RANGES[key])
+        if problem:
+            raise _fail(src, key, f"{value!r} {problem}")
         return float(value)
     return value
 

@@ -23,7 +23,7 @@ import difflib
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
-from grader.config import Config, ConfigError
+from grader.config import Config, ConfigError, range_problem
 
 SECTION = "performance"
 
@@ -43,6 +43,13 @@ KEYS: dict[str, tuple[Any, Any, str]] = {
                              "{\"attention.multi_head_attention\" = 2.0}"),
 }
 DEVICES = ("auto", "cpu", "cuda")
+# key -> (test, limit in words), checked with grader.config.range_problem (finite first)
+RANGES: dict[str, tuple[Any, str]] = {
+    "budget_s": (lambda v: v > 0, "positive"),
+    "target_rse": (lambda v: 0 < v < 1, "between 0 and 1 (0.02 is 2%)"),
+    "threads": (lambda v: v >= 1, "at least 1"),
+    "suspicious_speedup": (lambda v: v > 1, "above 1"),
+}
 
 
 @dataclass(frozen=True)
@@ -91,12 +98,9 @@ def _check(key: str, value: Any, where: str, src: str) -> Any:
         close = difflib.get_close_matches(value, DEVICES, n=1)
         raise ConfigError(f"{where}: {value!r} is not one of {', '.join(DEVICES)}"
                           + (f" (did you mean '{close[0]}'?)" if close else ""))
-    if key in ("budget_s", "suspicious_speedup") and value <= (1 if key == "suspicious_speedup" else 0):
-        raise ConfigError(f"{where}: must be {'above 1' if key == 'suspicious_speedup' else 'positive'}, got {value!r}")
-    if key == "target_rse" and not 0 < value < 1:
-        raise ConfigError(f"{where}: must be between 0 and 1 (0.02 is 2%), got {value!r}")
-    if key == "threads" and value < 1:
-        raise ConfigError(f"{where}: must be at least 1, got {value!r}")
+    problem = range_problem(value, RANGES[key]) if key in RANGES else None
+    if problem:
+        raise ConfigError(f"{where}: {problem}, got {value!r}")
     if key == "thresholds":
         return _thresholds(value, src)
     return float(value) if key in ("budget_s", "target_rse", "suspicious_speedup") else value
@@ -111,7 +115,7 @@ def _thresholds(table: dict, src: str) -> dict[str, float]:
             raise ConfigError(f"{src}: [{SECTION}.thresholds] '{ex_id}' has no performance spec"
                               + (f" (did you mean '{close[0]}'?)" if close else "")
                               + f"; exercises with one: {', '.join(REGISTRY)}")
-        if isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit <= 0:
+        if isinstance(limit, bool) or not isinstance(limit, (int, float)) or range_problem(limit, RANGES["budget_s"]):
             raise ConfigError(f"{src}: [{SECTION}.thresholds] '{ex_id}' must be a positive number "
                               f"(the allowed time ratio to the reference), got {limit!r}")
         out[ex_id] = float(limit)
