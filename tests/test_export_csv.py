@@ -89,6 +89,15 @@ def test_a_bad_roster_and_a_folder_without_a_gradebook_are_usage_errors(graded, 
     assert proc.returncode == 2 and "no gradebook.sqlite here; pass the --out folder of `grader batch`" in proc.stderr
 
 
+def test_an_empty_gradebook_is_refused_not_exported_as_a_header(tmp_path):
+    empty = add_run(tmp_path / "graded", {})
+    proc = export(empty, "--format", "moodle", "--name", "PS1", "--output", str(tmp_path / "m.csv"))
+    assert proc.returncode == 2 and "its gradebook holds no student of the last `grader batch`" in proc.stderr, \
+        proc.stderr
+    assert not (tmp_path / "m.csv").exists()
+
+
+
 def test_a_roster_row_with_more_fields_than_its_header_is_a_usage_error(graded, tmp_path):
     """An unquoted "Lovelace, Ada" made a third field that csv.DictReader keys None: a traceback, exit 3."""
     bad = tmp_path / "roster.csv"

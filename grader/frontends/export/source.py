@@ -102,6 +102,9 @@ def graded(folder: str) -> Graded:
     finally:
         book.close()
     rows, left_out = _of_run(rows, run, folder)
+    if not rows:        # an LMS file with only its header would replace nothing, and say nothing
+        raise ExportError(f"{folder}: its gradebook holds no student of the last `grader batch` into it; run grader "
+                          "batch on the class's submissions first")
     return Graded(folder, tuple(r for r in rows if r.state != "grader_error"),
                   tuple(r.student for r in rows if r.state == "grader_error"), tuple(left_out))
 
