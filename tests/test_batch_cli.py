@@ -236,6 +236,24 @@ def test_nbgrader_db_needs_an_assignment(tmp_path, env):
     assert proc.returncode == 2 and "--nbgrader-db needs --assignment" in proc.stderr
 
 
+@pytest.mark.parametrize("assignment,message", [
+    ("ps01", "--assignment ps01: no student has a folder of that name"),
+    ("../bob/ps1", "'../bob/ps1' cannot be an nbgrader assignment name ('/')"),
+])
+def test_an_empty_class_or_an_assignment_no_student_has_is_a_usage_error(tmp_path, env, assignment, message):
+    """Both graded nobody: 'grading 0 submissions', exit 0, or the whole class 'unreadable' with 0 points."""
+    (tmp_path / "empty").mkdir()
+    proc = run_batch(tmp_path / "empty", tmp_path / "out", "attention.causal_mask", env=env)
+    assert proc.returncode == 2 and "no submissions in" in proc.stderr, proc.stderr
+    for student in ("alice", "bob"):
+        (tmp_path / "course" / "submitted" / student / "ps1").mkdir(parents=True)
+        (tmp_path / "course" / "submitted" / student / "ps1" / "attention.py").write_text("x = 1\n")
+    proc = run_batch(tmp_path / "course", tmp_path / "out", "attention.causal_mask", env=env,
+                     extra=("--assignment", assignment))
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_two_batches_cannot_write_one_folder(tmp_path):
     from grader.frontends.batch.run import _lock
     from grader.frontends.batch.workers import BatchError

@@ -7,6 +7,7 @@ import pytest
 
 from fixtures.batch.build import make_class
 from grader.frontends.batch import discover as discover_module
+from grader.errors import UsageError
 from grader.frontends.batch.discover import content_hash, discover, folder_name
 
 
@@ -49,8 +50,25 @@ def test_several_assignments_need_assignment_flag(tmp_path):
     assert "--assignment" in entry.problem and "ps1, ps2" in entry.problem
     (entry,) = discover(str(tmp_path / "submitted"), assignment="ps2").entries
     assert entry.path.endswith(os.path.join("alice", "ps2")) and not entry.problem
-    (entry,) = discover(str(tmp_path / "submitted"), assignment="ps9").entries
-    assert "no assignment folder 'ps9'" in entry.problem
+    with pytest.raises(UsageError, match="--assignment ps9: no student has a folder of that name .*; the assignment "
+                                         "folders there: ps1, ps2"):
+        discover(str(tmp_path / "submitted"), assignment="ps9")
+
+
+def test_a_student_without_the_assignment_has_no_submission_and_a_typo_is_refused(tmp_path):
+    """--assignment ps01 for folders named ps1 recorded the whole class as 'unreadable' 0, exit 0; a
+    student without the folder while others have it was 'unreadable' too (and an nbgrader submission)."""
+    for student, a in (("alice", "ps1"), ("bob", "ps1"), ("carl", "ps2")):
+        (tmp_path / "submitted" / student / a).mkdir(parents=True)
+        (tmp_path / "submitted" / student / a / "neurons.py").write_text("x = 1\n")
+    (tmp_path / "submitted" / "dora").mkdir()
+    found = discover(str(tmp_path), assignment="ps1")
+    assert [e.student for e in found.entries] == ["alice", "bob"]
+    assert "carl: no submission for assignment 'ps1', not graded (found ps2)" in found.notes
+    assert "dora: no submission for assignment 'ps1', not graded (the folder is empty)" in found.notes
+    with pytest.raises(UsageError, match=r"--assignment ps01: .* \(did you mean 'ps1'\?\); the assignment folders "
+                                         "there: ps1, ps2"):
+        discover(str(tmp_path), assignment="ps01")
 
 
 def test_duplicate_ids_are_kept_apart(tmp_path):

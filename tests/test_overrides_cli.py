@@ -67,4 +67,4 @@ def test_jobs_0_the_default_is_accepted_as_in_autograde_toml(tmp_path):
     assert "call limit 5.0 s" in p.stdout
     (tmp_path / "empty").mkdir()
     p = grader("batch", str(tmp_path / "empty"), "--out", str(tmp_path / "out"), "--jobs", "0")
-    assert p.returncode == 0 and "0 students" in p.stderr, p.stderr
+    assert p.returncode == 2 and "no submissions in" in p.stderr and "--jobs" not in p.stderr, p.stderr

@@ -5,17 +5,21 @@ Two layouts, told apart per entry:
   or `SUBMISSIONS/<student>.zip` of such a folder;
 - nbgrader's `submitted/<student>/<assignment>/` (SUBMISSIONS may be the course folder that holds
   `submitted/`, or `submitted/` itself): a student folder with no modules of its own but
-  assignment folders inside; `--assignment` picks one when there are several.
+  assignment folders inside; `--assignment` picks one when there are several. With `--assignment`, a
+  student with no folder of that name has no submission (skipped, with a note), and when no student
+  has one the name is refused (a typo would otherwise grade nobody).
 
 Nothing here reads a submission as code; an entry that is not a submission is skipped with a note.
 """
 from __future__ import annotations
 
+import difflib
 import hashlib
 import os
 import re
 from dataclasses import dataclass, replace
 
+from grader.errors import UsageError
 from grader.student_text import file_name
 from grader.submission.limits import MAX_FILE
 from grader.submission.notebook import MAX_NOTEBOOK
@@ -52,6 +56,7 @@ def discover(root: str, assignment: str | None = None, exclude: str | None = Non
         root = os.path.join(root, "submitted")
     entries: dict[str, Entry] = {}
     notes: list[str] = []
+    assignments: set[str] = set()       # with --assignment: the assignment folders of those without it
     for name in sorted(os.listdir(root)):
         full = os.path.join(root, name)
         if name in IGNORED or name.startswith(".") or (exclude and os.path.abspath(full) == os.path.abspath(exclude)):
@@ -60,7 +65,7 @@ def discover(root: str, assignment: str | None = None, exclude: str | None = Non
             notes.append(f"{name}: skipped (a symbolic link, not a submission)")
             continue
         if os.path.isdir(full):
-            entry, note = _from_folder(name, full, assignment)
+            entry, note = _from_folder(name, full, assignment, assignments)
         elif name.endswith(".zip"):
             entry, note = Entry(name[:-4], full, "zip"), ""
         else:
@@ -79,6 +84,10 @@ def discover(root: str, assignment: str | None = None, exclude: str | None = Non
                          f"{file_name(os.path.basename(entries[entry.student].path))}; graded as '{shown}'")
             entry = Entry(shown, entry.path, entry.layout, entry.problem)
         entries[entry.student] = entry
+    if not entries and assignments:
+        raise UsageError(f"--assignment {assignment}: no student has a folder of that name in {root}/<student>/"
+                         f"{_suggest(assignment, assignments)}; the assignment folders there: "
+                         f"{', '.join(map(file_name, sorted(assignments)))}")
     if not entries:
         notes.append(_nothing_found(root))
     return Discovery(tuple(entries[k] for k in sorted(entries)), tuple(map(file_name, notes)))
@@ -108,8 +117,15 @@ def _has_sources(folder: str) -> bool:
         return False
 
 
-def _from_folder(name: str, full: str, assignment: str | None) -> tuple[Entry | None, str]:
-    """A student's folder: graded as it is, unless it is nbgrader's <student>/<assignment>/."""
+def _suggest(word: str, options) -> str:
+    close = difflib.get_close_matches(word, sorted(options), n=1)
+    return f" (did you mean '{file_name(close[0])}'?)" if close else ""
+
+
+def _from_folder(name: str, full: str, assignment: str | None, assignments: set[str]) -> tuple[Entry | None, str]:
+    """A student's folder: graded as it is, unless it is nbgrader's <student>/<assignment>/. With `assignment`,
+    a student who has no folder of that name has no submission (not graded: skipped with a note); the
+    assignment folders they have are added to `assignments`."""
     if _has_sources(full):
         return Entry(name, full, "folder"), ""
     subdirs = sorted(d for d in os.listdir(full) if os.path.isdir(os.path.join(full, d))
@@ -123,9 +139,10 @@ def _from_folder(name: str, full: str, assignment: str | None) -> tuple[Entry | 
         problem = (f"{full}: holds several assignments ({', '.join(candidates)}); the instructor must "
                    "pass --assignment NAME")
         return Entry(name, full, "nbgrader", problem), f"{name}: {problem}"
-    if assignment is not None and candidates:
-        problem = f"{full}: no assignment folder '{assignment}' (found {', '.join(candidates)})"
-        return Entry(name, full, "nbgrader", problem), f"{name}: {problem}"
+    if assignment is not None:
+        assignments.update(subdirs)
+        found = f" (found {', '.join(subdirs)})" if subdirs else "" if os.listdir(full) else " (the folder is empty)"
+        return None, f"{name}: no submission for assignment '{assignment}', not graded{found}"
     return Entry(name, full, "folder"), ""      # empty or unusual: the engine says what is missing
 
 

@@ -119,9 +119,11 @@ def run_batch(options: Options, config: Config, stream: TextIO | None = None) ->
     deadline = late.prepare(config)      # [deadline] and its CSVs, checked before grading (batch/late.py)
     specs = select(list(options.names))
     ids = [s.id for s in specs]
-    executor = choose(replace(options, jobs=options.jobs or default_jobs()), ids, config, stream)
     out = os.path.abspath(options.out)
     found = discover(options.submissions, options.assignment, exclude=out)
+    if not found.entries:       # a mistyped path or zips not yet unpacked: nothing to write, not "0 graded"
+        raise BatchError("\n  ".join([found.notes[-1], *found.notes[:-1]]))
+    executor = choose(replace(options, jobs=options.jobs or default_jobs()), ids, config, stream)
     os.makedirs(out, exist_ok=True)
     lock = _lock(out)
     for stale in glob.glob(os.path.join(out, "**", ".tmp-*"), recursive=True):   # left by a killed run

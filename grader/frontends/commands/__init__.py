@@ -93,6 +93,20 @@ def positive_number(text: str) -> float:
     return value
 
 
+def assignment_name(name: str) -> str:
+    """argparse type of an nbgrader assignment name (--assignment of notebooks, batch, similarity): one folder
+    name, of source/ or of submitted/<student>/ (nbgrader also reads it as a glob, refuses '+' and strips
+    surrounding spaces, which would then name another folder than the one meant; '../bob/ps1' would read
+    another student's)."""
+    bad = sorted({c for c in name if c in "/\\+*?[]" or not c.isprintable()})
+    if not name.strip() or name != name.strip() or name in (".", "..") or bad:
+        shown = ", ".join(repr(c) for c in bad) or "only dots or spaces, or spaces around it"
+        raise argparse.ArgumentTypeError(
+            f"{name!r} cannot be an nbgrader assignment name ({shown}): use one folder name, "
+            "such as ps1 or 'problem set 1'")
+    return name
+
+
 def name_text(text: str) -> str:
     """argparse type of a name a command writes into a file (an assignment's, a column's): not blank,
     and one line with no control character."""

@@ -9,7 +9,7 @@ from grader.config import in_range
 from grader.errors import ExitCode, UsageError
 from grader.frontends.batch.executors import INSTALL_CLUSTER, ClusterLost
 from grader.frontends.batch.workers import BatchError, warm_up
-from grader.frontends.commands import add_config_argument, config_from, output_folder
+from grader.frontends.commands import add_config_argument, assignment_name, config_from, output_folder
 from grader.imports import import_frozen
 from grader.reports.escape import text_line
 
@@ -32,7 +32,8 @@ def register(sub) -> None:
     p.add_argument("--jobs", type=int, metavar="N", help="submissions graded at once (default or 0: one per CPU core)")
     p.add_argument("--force", action="store_true", help="regrade every submission, even unchanged ones")
     p.add_argument("--timeout", type=float, metavar="S", help="per-call time limit, seconds")
-    p.add_argument("--assignment", metavar="NAME", help="nbgrader assignment name (picks submitted/<student>/NAME/)")
+    p.add_argument("--assignment", metavar="NAME", type=assignment_name,
+                   help="nbgrader assignment name (picks submitted/<student>/NAME/)")
     p.add_argument("--nbgrader-db", metavar="PATH", help="also record the scores in this nbgrader gradebook")
     c = p.add_argument_group("grading on a Dask cluster (docs/cluster.md; needs " + INSTALL_CLUSTER + ")")
     c.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="grade on the running Dask cluster of this scheduler")

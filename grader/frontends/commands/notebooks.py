@@ -2,13 +2,12 @@
 and an nbgrader_config.py that lets nbgrader find `alembic` when it is called by its full path."""
 from __future__ import annotations
 
-import argparse
 import os
 import shlex
 import sys
 
 from grader.errors import ExitCode, UsageError
-from grader.frontends.commands import add_config_argument, config_from, resolve, output_folder
+from grader.frontends.commands import add_config_argument, assignment_name, config_from, output_folder, resolve
 
 
 def register(sub) -> None:
@@ -24,18 +23,6 @@ def register(sub) -> None:
                         "(default: one assignment per module, named after it)")
     add_config_argument(p)
     p.set_defaults(func=run)
-
-
-def assignment_name(name: str) -> str:
-    """An nbgrader assignment name: one folder of source/ (nbgrader also reads it as a glob, refuses
-    '+' and strips surrounding spaces, which would then name another folder than the one written)."""
-    bad = sorted({c for c in name if c in "/\\+*?[]" or not c.isprintable()})
-    if not name.strip() or name != name.strip() or name in (".", "..") or bad:
-        shown = ", ".join(repr(c) for c in bad) or "only dots or spaces, or spaces around it"
-        raise argparse.ArgumentTypeError(
-            f"{name!r} cannot be an nbgrader assignment name ({shown}): use one folder name, "
-            "such as ps1 or 'problem set 1'")
-    return name
 
 
 def run(args) -> int:

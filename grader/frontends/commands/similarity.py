@@ -11,7 +11,7 @@ import re
 import sys
 
 from grader.errors import ExitCode, UsageError
-from grader.frontends.commands import add_config_argument, config_from, resolve, output_folder
+from grader.frontends.commands import add_config_argument, assignment_name, config_from, output_folder, resolve
 
 FOLDER = "similarity"                   # the section's folder in a batch's --out
 PAGE = re.compile(r"^[a-z0-9_]+-\d+\.html$")
@@ -40,7 +40,8 @@ def register(sub) -> None:
                    help="also compare with a previous term's submissions (this term x previous term only)")
     p.add_argument("--boilerplate", nargs="+", default=[], metavar="PATH",
                    help="more code every student received (folders, .py, .ipynb, .zip), subtracted like the stubs")
-    p.add_argument("--assignment", metavar="NAME", help="nbgrader assignment name (picks submitted/<student>/NAME/)")
+    p.add_argument("--assignment", metavar="NAME", type=assignment_name,
+                   help="nbgrader assignment name (picks submitted/<student>/NAME/)")
     add_config_argument(p)
     p.set_defaults(func=run)
 
