@@ -118,7 +118,11 @@ def make_stub(source: str, module: str, filename: str = "", exercises: Collectio
     for begin, end in regions:
         out.extend(lines[done:begin])
         inner = [f for f in functions if f[0] <= begin + 1 <= f[1]]
-        name = max(inner, key=lambda f: f[0])[2] if inner else "this exercise"
+        if not inner:
+            raise StubError(f"{filename}:{begin + 1}: ### BEGIN SOLUTION outside any function: its stub would raise "
+                            "NotImplementedError as the module is imported, so no exercise of it could be graded; "
+                            "put the region inside the body of the function students write, or remove its markers")
+        name = max(inner, key=lambda f: f[0])[2]
         indent = BEGIN.match(lines[begin]).group(1)
         out.append(f'{indent}raise NotImplementedError("{module}.{name}: not implemented yet")')
         done = end + 1

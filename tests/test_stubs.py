@@ -87,6 +87,18 @@ def test_nested_regions_are_refused():
     assert _refused(src).startswith("solutions/mod.py:3: ### BEGIN SOLUTION inside the region opened at line 2")
 
 
+def test_a_region_outside_any_function_is_refused():
+    """A module-level region became a top-level raise NotImplementedError: every exercise of the module
+    failed to import, and the stub was written with exit 0."""
+    src = SOLVED.format(begin="### BEGIN SOLUTION", end="### END SOLUTION") + \
+        "\n\n### BEGIN SOLUTION\nSCALE = 1.0\n### END SOLUTION\n"
+    msg = _refused(src)
+    assert msg.startswith("solutions/mod.py:8: ### BEGIN SOLUTION outside any function: its stub would raise "
+                          "NotImplementedError as the module is imported"), msg
+    in_class = "class C:\n    ### BEGIN SOLUTION\n    scale = 1.0\n    ### END SOLUTION\n"
+    assert _refused(in_class, ()).startswith("solutions/mod.py:2: ### BEGIN SOLUTION outside any function")
+
+
 def test_a_syntax_error_is_refused_with_its_line():
     assert _refused(SOLVED.format(begin="### BEGIN SOLUTION", end="### END SOLUTION") + "def g(:\n").startswith(
         "solutions/mod.py:6: the solution does not parse")
