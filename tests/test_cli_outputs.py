@@ -112,12 +112,16 @@ def test_a_batch_that_finds_no_student_says_what_a_class_is(tmp_path, config):
     one.mkdir()
     empty.mkdir()
     (one / "attention.py").write_text("import torch\n")
-    said = run_batch(Options(submissions=str(one), out=str(tmp_path / "a"), names=("attention.causal_mask",),
-                             jobs=1), config)
-    assert said.students == 0 and said.notes[-1] == (
+    with pytest.raises(BatchError) as said:
+        run_batch(Options(submissions=str(one), out=str(tmp_path / "a"), names=("attention.causal_mask",), jobs=1),
+                  config)
+    assert str(said.value) == (
         f"no submissions in {one}, but modules of its own (attention.py): a class is one folder or .zip per "
-        f"student; to grade this one, run grader check --submission {one}")
-    said = run_batch(Options(submissions=str(empty), out=str(tmp_path / "b"), names=("attention.causal_mask",),
-                             jobs=1), config)
-    assert said.notes == [f"no submissions in {empty}: a class is one folder or .zip per student, or nbgrader's "
-                          "submitted/"]
+        f"student; to grade this one, run grader check --submission {one}\n  attention.py: skipped (not a folder or "
+        "a .zip)")
+    with pytest.raises(BatchError) as said:
+        run_batch(Options(submissions=str(empty), out=str(tmp_path / "b"), names=("attention.causal_mask",), jobs=1),
+                  config)
+    assert str(said.value) == f"no submissions in {empty}: a class is one folder or .zip per student, or nbgrader's " \
+                              "submitted/"
+    assert sorted(os.listdir(tmp_path)) == ["empty", "hw3"]        # no --out folder made for nothing
