@@ -80,6 +80,17 @@ def test_pull_request_summary_annotations_reports_and_classroom(student, tmp_pat
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("variable", ["GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT"])
+def test_a_step_file_of_the_environment_that_cannot_be_written_is_refused_before_grading(tmp_path, variable):
+    """$GITHUB_STEP_SUMMARY naming a folder was an IsADirectoryError traceback (exit 3) after grading, the
+    other reports written."""
+    p = grader("ci", "attention.causal_mask", "--submission", "solutions", "--out", str(tmp_path / "out"),
+               "--classroom", cwd=ROOT, env={variable: str(tmp_path)})
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert f"${variable}: {tmp_path} is a folder: name a file in it" in p.stderr and "Traceback" not in p.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_score_threshold_policy(student):
     p = grader("ci", *NAMES, "--min-score", "60%", cwd=student)
     assert p.returncode == 0 and "policy: at least 1.8 of 3 points — 2: met" in p.stdout, p.stdout + p.stderr

@@ -63,6 +63,20 @@ def test_a_writable_destination_is_taken_and_the_check_leaves_nothing(tmp_path):
     assert output_file("/dev/stdout") == "/dev/stdout"     # a file that exists: its own permission decides
 
 
+def test_a_report_the_system_refuses_to_take_is_a_usage_error_naming_the_flag(tmp_path):
+    """/proc/version passes the check beforehand as root (os.access) and refuses the write (EIO): that
+    was an OSError traceback, exit 3, as a full disk would be."""
+    from grader.errors import UsageError
+    from grader.frontends.commands import write_output
+    with pytest.raises(UsageError, match=r"^--output /proc/version: cannot be written \(.+\); choose another path$"):
+        write_output("/proc/version", "<html>", "--output")
+    with pytest.raises(UsageError, match="^--output .*: cannot be written"):
+        write_output(str(tmp_path), "a,b\n", "--output", atomic=True)
+    write_output(str(tmp_path / "new" / "r.md"), "x", "--output")
+    write_output(str(tmp_path / "new" / "r.md"), "y", "--output", append=True)
+    assert (tmp_path / "new" / "r.md").read_text() == "xy"
+
+
 @pytest.mark.parametrize("name", ["x.txt", "plot", "x.png.bak"])
 def test_bench_refuses_a_plot_matplotlib_cannot_write_before_timing(name, tmp_path, capsys):
     """Before: timed every size, then matplotlib's ValueError and exit 3 (a 'bug in the grader')."""

@@ -14,29 +14,28 @@ from typing import TextIO
 
 from grader.frontends.ci.annotations import annotations
 from grader.config import Config
+from grader.frontends.commands import write_output
 from grader.reports import render
 from grader.reports.classroom import classroom_json, encoded
 from grader.results import SubmissionResult
 
 
-def _write(path: str, text: str, mode: str = "w") -> None:
-    with open(path, mode, encoding="utf-8") as f:
-        f.write(text)
-
-
 def write_reports(result: SubmissionResult, config: Config, out_dir: str, summary: str | None,
                   source_root: str, github_output: str | None, stdout: TextIO, classroom: bool = False) -> None:
-    os.makedirs(out_dir, exist_ok=True)
+    """Every output; one that cannot be written is a UsageError naming it (write_output). `summary` and
+    `github_output` are appended to, as GitHub's step files are."""
     markdown = render(result, "md")
-    _write(os.path.join(out_dir, "report.xml"), render(result, "junit", root=os.path.abspath(source_root)))
-    _write(os.path.join(out_dir, "results.json"), render(result, "json", visibility=config.visibility))
-    _write(os.path.join(out_dir, "report.md"), markdown)
+    out = lambda name, text: write_output(os.path.join(out_dir, name), text, "--out")     # noqa: E731
+    out("report.xml", render(result, "junit", root=os.path.abspath(source_root)))
+    out("results.json", render(result, "json", visibility=config.visibility))
+    out("report.md", markdown)
     if summary:
-        _write(summary, markdown + "\n", mode="a")
+        write_output(summary, markdown + "\n", "the job summary (--summary or $GITHUB_STEP_SUMMARY)", append=True)
     if classroom or github_output:
-        _write(os.path.join(out_dir, "classroom.json"), classroom_json(result, os.path.abspath(source_root)))
+        out("classroom.json", classroom_json(result, os.path.abspath(source_root)))
     if github_output:
-        _write(github_output, f"result={encoded(result, os.path.abspath(source_root))}\n", mode="a")
+        write_output(github_output, f"result={encoded(result, os.path.abspath(source_root))}\n", "$GITHUB_OUTPUT",
+                     append=True)
     stdout.write(render(result, "terminal", color=False))
     for line in annotations(result, source_root):
         stdout.write(line + "\n")

@@ -58,6 +58,31 @@ def output_file(path: str) -> str:
     return path
 
 
+def checked_output_file(path: str, named: str) -> str:
+    """output_file for a path that comes from the environment ($GITHUB_STEP_SUMMARY), not a flag's argparse
+    type: UsageError naming the variable, before anything is graded."""
+    try:
+        return output_file(path)
+    except argparse.ArgumentTypeError as e:
+        raise UsageError(f"{named}: {e}") from None
+
+
+def write_output(path: str, text: str, named: str, append: bool = False, atomic: bool = False) -> None:
+    """Write (or append to) a command's output file. What output_file cannot foresee (a file under /proc
+    that takes no write even as root, a full disk) is UsageError naming `named` (the flag or variable), the
+    path and why, not a traceback. `atomic`: written beside it, then renamed over it."""
+    try:
+        if atomic:
+            from grader.frontends.batch.outputs import write_atomic
+            write_atomic(path, text)
+            return
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "a" if append else "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        raise UsageError(f"{named} {path}: cannot be written ({e.strerror or e}); choose another path") from None
+
+
 def output_folder(path: str) -> str:
     """argparse type of a folder a command writes into (--out): refused at once where it is a file or
     nothing can be made there. Nothing is made here: the command makes the folder when it writes."""

@@ -7,7 +7,7 @@ import time
 
 from grader import api
 from grader.frontends.commands import (add_color_arguments, add_config_argument, color_of, config_from,
-                                       graded_exit, output_file, submission_from)
+                                       graded_exit, output_file, submission_from, write_output)
 from grader.reports import FORMATS, render
 from grader.reports.filters import score
 from grader.timing.config import with_overrides
@@ -59,9 +59,7 @@ def run(args) -> int:
     color = color_of(config, args.color) if not args.output else False
     text = render(result, fmt, color=color, visibility=config.visibility, wall_seconds=wall)
     if args.output:
-        os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
+        write_output(args.output, text, "--output")
         print(f"{score(result.score, result.max_score)} — report written to {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)

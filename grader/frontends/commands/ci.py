@@ -15,8 +15,8 @@ from grader.errors import UsageError
 from grader.frontends.ci import pinning
 from grader.frontends.ci.policy import check_reachable, parse_min_score
 from grader.frontends.ci.report import write_reports
-from grader.frontends.commands import (add_config_argument, config_from, config_path, graded_exit,
-                                       output_file, output_folder, submission_from)
+from grader.frontends.commands import (add_config_argument, checked_output_file, config_from, config_path,
+                                       graded_exit, output_file, output_folder, submission_from)
 
 
 def register(sub) -> None:
@@ -72,6 +72,11 @@ def _check_pins(args) -> None:
               "would be graded by its own rules (see `grader init-ci`)")
 
 
+def _from_environment(variable: str) -> str | None:
+    path = os.environ.get(variable)
+    return checked_output_file(path, f"${variable}") if path else None
+
+
 def run(args) -> int:
     _check_pins(args)
     policy = parse_min_score(args.min_score)
@@ -90,10 +95,11 @@ def run(args) -> int:
         pinning.check_inside(submission, source_root, whence)
     except pinning.PinError as e:
         raise UsageError(str(e)) from None
+    # The step files GitHub names in the environment are checked as --summary is, before grading.
+    summary = args.summary or _from_environment("GITHUB_STEP_SUMMARY")
+    github_output = _from_environment("GITHUB_OUTPUT") if args.classroom else None
     result = api.grade(submission, args.names, config)
-    write_reports(result, config, args.out, args.summary or os.environ.get("GITHUB_STEP_SUMMARY"),
-                  source_root, os.environ.get("GITHUB_OUTPUT") if args.classroom else None, sys.stdout,
-                  classroom=args.classroom)
+    write_reports(result, config, args.out, summary, source_root, github_output, sys.stdout, classroom=args.classroom)
     if result.grader_faults:
         print(f"policy: not decided — the grader failed on {', '.join(result.grader_faults)} (a bug in the "
               "grader, not in the submission); rerun once it is fixed")

@@ -17,7 +17,7 @@ import sys
 from urllib.parse import urlparse
 
 from grader.errors import ExitCode, UsageError
-from grader.frontends.commands import name_text, output_file, positive_number
+from grader.frontends.commands import name_text, output_file, positive_number, write_output
 from grader.reports.escape import text_block, text_line
 
 TOKEN_ENV, URL_ENV = "CANVAS_API_TOKEN", "CANVAS_API_URL"
@@ -153,7 +153,6 @@ def _report(outcome, graded, target) -> int:
 
 
 def run_csv(args) -> int:
-    from grader.frontends.batch.outputs import write_atomic
     from grader.frontends.export import lms_csv, source
 
     if args.format == "moodle" and args.column_id:
@@ -163,7 +162,7 @@ def run_csv(args) -> int:
     text, notes = lms_csv.write(lms_csv.Layout(args.format), graded, source.roster(args.roster), args.name,
                                 args.column_id, args.points)
     if args.output:
-        write_atomic(args.output, text)
+        write_output(args.output, text, "--output", atomic=True)
         print(f"{args.format} gradebook import file: {len(graded.rows)} students in {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)

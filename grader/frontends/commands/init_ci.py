@@ -12,7 +12,7 @@ from grader.errors import ExitCode, UsageError
 from grader.frontends.ci.pinning import sha256_of
 from grader.frontends.ci.policy import check_reachable, parse_min_score
 from grader.frontends.ci.workflow import WorkflowOptions, render_workflow
-from grader.frontends.commands import add_config_argument, config_from, output_file
+from grader.frontends.commands import add_config_argument, config_from, output_file, write_output
 
 
 def register(sub) -> None:
@@ -49,9 +49,7 @@ def run(args) -> int:
         raise UsageError(f"{output} exists; pass --force to overwrite it (or --output PATH)")
     text = render_workflow(config, WorkflowOptions(flavour=flavour, names=tuple(args.names),
                                                    install=args.install or "", min_score=args.min_score or ""))
-    os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
-    with open(output, "w", encoding="utf-8") as f:
-        f.write(text)
+    write_output(output, text, "--output")
     print(f"wrote {output}\n  pinned: {config.path} sha256 {sha256_of(config.path)}, grader {__version__}\n"
           f"  after any change to {os.path.basename(config.path)}, rerun `grader init-ci --force` and commit both.")
     if not args.classroom:
