@@ -76,9 +76,25 @@ def grade(path: str | os.PathLike, names: Iterable[str] = (), config: Config | N
     """
     from grader.catalog import select
     from grader.pipeline import engine
-    specs = select([names] if isinstance(names, str) else list(names))
-    return engine.grade(os.fspath(path), specs, config if config is not None else load(), sandbox=sandbox,
-                        cuda=cuda)
+    names = [names] if isinstance(names, str) else list(names)
+    config = config if config is not None else load()
+    specs = select(names)
+    refuse_disabled(names, specs, config)
+    return engine.grade(os.fspath(path), specs, config, sandbox=sandbox, cuda=cuda)
+
+
+def refuse_disabled(names: Iterable[str], specs, config: Config) -> None:
+    """SelectionError when a name asked for (an exercise, or a module) selects only exercises that
+    autograde.toml disables: graded, it said "Score: 0 / 0" and nothing else. `specs`: what the names
+    select (grader.catalog.select). A module with some exercises enabled grades those, as before."""
+    for name in names:
+        chosen = [s for s in specs if name in (s.id, s.module)]
+        if chosen and not any(config.exercise(s.id).enabled for s in chosen):
+            where = config.path or "autograde.toml"
+            tables = ", ".join(f'[exercises."{s.id}"]' for s in chosen)
+            what = f"{name} is" if len(chosen) == 1 else f"every exercise of {name} is"
+            raise SelectionError(f"{what} disabled in {where} (enabled = false in {tables}): set enabled = true "
+                                 "there to grade it, or ask for another exercise")
 
 
 def sandbox(config: Config, **limits: Any) -> Sandbox:

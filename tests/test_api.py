@@ -40,6 +40,23 @@ def test_an_unknown_name_is_a_usage_error_and_a_value_error():
     assert isinstance(info.value, UsageError) and isinstance(info.value, ValueError)
 
 
+def test_an_exercise_disabled_in_autograde_toml_and_asked_for_by_name_is_refused(tmp_path):
+    """`grader check neurons.heaviside` with enabled = false said "Score: 0 / 0", exit 1, and no reason."""
+    from grader.catalog import select
+    course = _course(tmp_path / "course", '[exercises."neurons.heaviside"]\nenabled = false\n')
+    config = api.load(str(course / "autograde.toml"))
+    with pytest.raises(SelectionError, match=r'^neurons.heaviside is disabled in .*autograde.toml \(enabled = false in '
+                                             r'\[exercises."neurons.heaviside"\]\): set enabled = true there'):
+        api.grade(SOLUTIONS, "neurons.heaviside", config)       # refused before any sandbox starts
+    api.refuse_disabled(["neurons"], select(["neurons"]), config)      # the module's other exercises are graded
+    attention = select(["attention"])
+    toml = "".join(f'[exercises."{s.id}"]\nenabled = false\n' for s in attention)
+    config = api.load(str(_course(tmp_path / "none", toml) / "autograde.toml"))
+    with pytest.raises(SelectionError, match="^every exercise of attention is disabled"):
+        api.refuse_disabled(["attention"], attention, config)
+    api.refuse_disabled([], attention, config)        # no name asked for: the enabled ones are graded
+
+
 def test_a_broken_submission_is_a_result_not_an_exception(sandbox, config, tmp_path):
     bad = tmp_path / "broken.zip"
     bad.write_bytes(b"not a zip")

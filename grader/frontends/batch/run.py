@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import TextIO
 
 from grader import __version__
+from grader.api import refuse_disabled
 from grader.pipeline import scoring
 from grader.frontends.batch import class_report, late, outputs, to_nbgrader
 from grader.frontends.batch.discover import Entry, content_hash, discover
@@ -118,6 +119,7 @@ def run_batch(options: Options, config: Config, stream: TextIO | None = None) ->
     export = _check_nbgrader(options)
     deadline = late.prepare(config)      # [deadline] and its CSVs, checked before grading (batch/late.py)
     specs = select(list(options.names))
+    refuse_disabled(options.names, specs, config)
     ids = [s.id for s in specs]
     out = os.path.abspath(options.out)
     found = discover(options.submissions, options.assignment, exclude=out)
