@@ -88,6 +88,13 @@ class Handler(BaseHTTPRequestHandler):
             c.files[uid] = body
             return self._send(201, {"id": 9000 + uid, "url": f"{self.base}/files/{9000 + uid}/download",
                                     "display_name": "feedback.html", "size": len(body)})
+        if url.path.startswith("/login/"):              # a --url that is not Canvas's API: a sign-in page
+            page = b"<!DOCTYPE html><html><body>Sign in</body></html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            return self.wfile.write(page)
         if self.headers.get("Authorization") != f"Bearer {TOKEN}":
             return self._send(401, {"errors": [{"message": "Invalid access token."}]},
                               [("WWW-Authenticate", 'Bearer realm="canvas-lms"')])
@@ -224,6 +231,16 @@ def test_a_bad_token_is_a_clear_error(graded, canvas):
     assert proc.returncode == 2
     assert "refused the token (401 Unauthorized): check CANVAS_API_TOKEN" in proc.stderr
     assert "Traceback" not in proc.stderr and fake.scores == {}
+
+
+def test_a_url_that_answers_with_a_web_page_says_so(graded, canvas):
+    """A sign-in page (or another site) was 'cannot reach Canvas at URL: Expecting value: line 1 column 1'."""
+    fake, url = canvas
+    proc = export(graded, url + "/login")
+    assert proc.returncode == 2, proc.stderr
+    assert (f"{url}/login answered, but not with Canvas's API (JSON): a web page, such as a sign-in page or "
+            "another site") in proc.stderr
+    assert "cannot reach" not in proc.stderr and "Traceback" not in proc.stderr and fake.scores == {}
 
 
 def test_a_dry_run_makes_no_request(graded, canvas):

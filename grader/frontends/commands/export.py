@@ -12,6 +12,7 @@ repository gets committed; a --token flag is refused with that reason.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from urllib.parse import urlparse
@@ -112,6 +113,10 @@ def _canvas_error(e: Exception, target) -> str:
     if isinstance(e, cx.ResourceDoesNotExist):
         return (f"Canvas has no course {target.course} with assignment {target.assignment} (404), or the token "
                 "cannot see them: check --course and --assignment (both are in the assignment's URL)")
+    if isinstance(e, json.JSONDecodeError):     # requests' own JSONDecodeError is one too (and a RequestException)
+        return (f"{target.url} answered, but not with Canvas's API (JSON): a web page, such as a sign-in page or "
+                "another site. Give --url as the address of your Canvas itself (https://canvas.example.edu, "
+                "without /courses/... or /login)")
     if isinstance(e, RequestException):
         return f"cannot reach Canvas at {target.url}: {e}"
     if isinstance(e, cx.CanvasException):
