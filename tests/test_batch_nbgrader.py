@@ -32,6 +32,7 @@ def test_scores_are_handed_to_nbgrader_export(tmp_path, monkeypatch):
     calls = []
     fake = importlib.util.module_from_spec(importlib.machinery.ModuleSpec("fake_nbgrader_export", None))
     fake.write_scores = lambda db, assignment, results, timestamps: calls.append((db, assignment, results))
+    fake.check_gradebook = lambda db, assignment: calls.append(("checked", db, assignment))
     monkeypatch.setitem(sys.modules, "fake_nbgrader_export", fake)
     monkeypatch.setattr(run, "NBGRADER_MODULE", "fake_nbgrader_export")
     course = tmp_path / "course"
@@ -41,7 +42,8 @@ def test_scores_are_handed_to_nbgrader_export(tmp_path, monkeypatch):
     options = run.Options(str(course), str(tmp_path / "out"), ("attention.causal_mask",), jobs=2,
                           assignment="ps1", nbgrader_db=str(course / "gradebook.db"))
     summary = run.run_batch(options, config, io.StringIO())
-    ((db, assignment, results),) = calls
+    checked, (db, assignment, results) = calls          # checked before grading, written after
+    assert checked == ("checked", str(course / "gradebook.db"), "ps1")
     assert (db, assignment) == (str(course / "gradebook.db"), "ps1")
     assert sorted(results) == ["alice", "bob"] and all(isinstance(r, SubmissionResult) for r in results.values())
     assert results["alice"].score == 1 and results["bob"].score < 1
@@ -53,14 +55,42 @@ def test_export_failure_says_the_grades_are_safe(tmp_path, monkeypatch):
         raise RuntimeError("no assignment 'ps1' in the gradebook")
     fake = importlib.util.module_from_spec(importlib.machinery.ModuleSpec("broken_nbgrader_export", None))
     fake.write_scores = broken
+    fake.check_gradebook = lambda db, assignment: None
     monkeypatch.setitem(sys.modules, "broken_nbgrader_export", fake)
     monkeypatch.setattr(run, "NBGRADER_MODULE", "broken_nbgrader_export")
-    subs = make_class(tmp_path / "subs", {"alice": "empty"})
+    subs = tmp_path / "course" / "submitted"
+    make_class(subs / "alice", {"ps1": "empty"})       # handed in, but nothing in it: graded as unreadable
     options = run.Options(str(subs), str(tmp_path / "out"), ("attention.causal_mask",), jobs=1,
                           assignment="ps1", nbgrader_db="gb.db")
     with pytest.raises(run.BatchError, match="nothing is regraded"):
         run.run_batch(options, load_config(str(ROOT / "autograde.toml"), env={}), io.StringIO())
     assert (tmp_path / "out" / "grades.csv").exists()
+
+
+def test_a_gradebook_that_cannot_take_the_scores_is_refused_before_grading(tmp_path, capsys):
+    """A misspelled --nbgrader-db, a corrupt or a locked one was found only after the whole class was graded."""
+    import sqlite3
+
+    from grader.frontends.notebooks.nbgrader_export import GradebookError, check_gradebook
+    corrupt, locked = tmp_path / "corrupt.db", tmp_path / "locked.db"
+    corrupt.write_bytes(b"this is not an SQLite database, but sixteen bytes and more\n" * 20)
+    with pytest.raises(GradebookError, match="corrupt.db: not an nbgrader gradebook .*give the gradebook.db"):
+        check_gradebook(str(corrupt), "ps1")
+    holder = sqlite3.connect(locked, isolation_level=None)
+    holder.execute("CREATE TABLE t (x)")
+    holder.execute("BEGIN EXCLUSIVE")         # formgrader in the middle of a write
+    try:
+        with pytest.raises(GradebookError, match="locked.db: locked by another program"):
+            check_gradebook(str(locked), "ps1")
+    finally:
+        holder.close()
+    subs = make_class(tmp_path / "subs", {"alice": "correct"})
+    code = cli.main(["batch", str(subs), "--out", str(tmp_path / "out"), "attention.causal_mask",
+                     "--nbgrader-db", str(tmp_path / "gradbook.db"), "--assignment", "ps1"])
+    assert code == cli.ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert "--nbgrader-db: " in err and "gradbook.db: no such gradebook" in err and "Nothing was graded." in err, err
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.slow

@@ -210,12 +210,18 @@ class _Recorder:
 
 
 def _check_nbgrader(options: Options):
-    """grader.frontends.notebooks.nbgrader_export when --nbgrader-db is given (checked before grading anything)."""
+    """grader.frontends.notebooks.nbgrader_export when --nbgrader-db is given, and the gradebook checked with it
+    (there, not locked, knowing the assignment), before anything is graded."""
     if not options.nbgrader_db:
         return None
     if not options.assignment:
         raise BatchError("--nbgrader-db needs --assignment NAME (the nbgrader assignment to record scores under)")
-    return nbgrader_export()
+    export = nbgrader_export()
+    try:
+        export.check_gradebook(options.nbgrader_db, options.assignment)
+    except Exception as e:      # another front-end's module: its GradebookError, or nbgrader's own
+        raise BatchError(f"--nbgrader-db: {e}\nNothing was graded.") from None
+    return export
 
 
 def _lock(out: str):

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sqlite3
 import sys
 import warnings
 from dataclasses import dataclass, field
 from datetime import datetime
+from urllib.parse import quote
 
 from grader.frontends.notebooks.generate import grade_id_of
 from grader.results import SubmissionResult
@@ -47,20 +49,8 @@ def write_scores(db_path: str, assignment: str, results_by_student: dict[str, Su
     `course_id` is nbgrader's CourseDirectory.course_id ("" unless the course sets one);
     `timestamps`: student -> when they handed in (timezone-aware), for the submissions' timestamp.
     """
-    try:
-        from nbgrader.api import Gradebook, MissingEntry
-    except ImportError:
-        raise GradebookError("writing to an nbgrader gradebook needs nbgrader: pip install nbgrader") from None
-    if not os.path.isfile(db_path):
-        raise GradebookError(f"{db_path}: no such gradebook; run `nbgrader generate_assignment {assignment}` "
-                             "in the course directory first (it creates gradebook.db)")
     report = WriteReport()
-    with _alembic_on_path(), Gradebook(f"sqlite:///{os.path.abspath(db_path)}", course_id) as gb:
-        try:
-            cells = _grade_cells(gb.find_assignment(assignment))
-        except MissingEntry:
-            raise GradebookError(f"{db_path}: no assignment '{assignment}'; did you forget to run "
-                                 f"`nbgrader generate_assignment {assignment}`?") from None
+    with _opened(db_path, assignment, course_id) as (gb, cells):
         for student, result in sorted(results_by_student.items()):
             gb.update_or_create_student(student)
             when = (timestamps or {}).get(student)
@@ -82,6 +72,55 @@ def write_scores(db_path: str, assignment: str, results_by_student: dict[str, Su
             gb.db.commit()
             report.written[student] = written
     return report
+
+
+def check_gradebook(db_path: str, assignment: str, course_id: str = "") -> None:
+    """GradebookError unless write_scores could write now: the gradebook is there, an SQLite database that
+    no other program holds locked, and it knows the assignment. `grader batch` asks before grading, so a
+    misspelled path or a missing assignment is not found only after the whole class was graded."""
+    with _opened(db_path, assignment, course_id):
+        pass
+
+
+@contextlib.contextmanager
+def _opened(db_path: str, assignment: str, course_id: str):
+    """(nbgrader's Gradebook, the assignment's grade cells), or GradebookError saying what to do."""
+    try:
+        from nbgrader.api import Gradebook, MissingEntry
+    except ImportError:
+        raise GradebookError("writing to an nbgrader gradebook needs nbgrader: pip install nbgrader") from None
+    if not os.path.isfile(db_path):
+        raise GradebookError(f"{db_path}: no such gradebook; run `nbgrader generate_assignment {assignment}` "
+                             "in the course directory first (it creates gradebook.db)")
+    _writable_now(db_path)
+    with _alembic_on_path(), Gradebook(f"sqlite:///{os.path.abspath(db_path)}", course_id) as gb:
+        try:
+            cells = _grade_cells(gb.find_assignment(assignment))
+        except MissingEntry:
+            raise GradebookError(f"{db_path}: no assignment '{assignment}'; did you forget to run "
+                                 f"`nbgrader generate_assignment {assignment}`?") from None
+        yield gb, cells
+
+
+def _writable_now(db_path: str) -> None:
+    """GradebookError for a file that is no SQLite database, or one another program holds locked (nbgrader's
+    Gradebook would fail on it in SQLAlchemy's words, or wait)."""
+    try:
+        db = sqlite3.connect(f"file:{quote(os.path.abspath(db_path))}?mode=rw", uri=True, timeout=2,
+                             isolation_level=None)
+        try:
+            db.execute("BEGIN IMMEDIATE")       # the write lock write_scores will need; nothing is written
+            db.execute("ROLLBACK")
+        finally:
+            db.close()
+    except sqlite3.OperationalError as e:
+        if getattr(e, "sqlite_errorname", "") in ("SQLITE_BUSY", "SQLITE_LOCKED"):
+            raise GradebookError(f"{db_path}: locked by another program (formgrader, or an nbgrader command still "
+                                 "running); let it finish or stop it, then run again") from None
+        raise GradebookError(f"{db_path}: cannot be opened for writing ({e})") from None
+    except sqlite3.DatabaseError as e:
+        raise GradebookError(f"{db_path}: not an nbgrader gradebook ({e}); give the gradebook.db of the course "
+                             "directory") from None
 
 
 @contextlib.contextmanager
