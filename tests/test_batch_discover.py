@@ -71,6 +71,14 @@ def test_a_student_without_the_assignment_has_no_submission_and_a_typo_is_refuse
         discover(str(tmp_path), assignment="ps01")
 
 
+def test_a_fifo_named_like_a_zip_is_skipped(tmp_path):
+    root = make_class(tmp_path / "subs", {"alice": "correct"})
+    os.mkfifo(root / "bob.zip")
+    found = discover(str(root))
+    assert [e.student for e in found.entries] == ["alice"]
+    assert "bob.zip: skipped (not a regular file: a pipe or a device)" in found.notes
+
+
 def test_duplicate_ids_are_kept_apart(tmp_path):
     root = make_class(tmp_path / "subs", {"alice": "correct"})
     make_class(root, {"alice": "zip:correct"})        # alice/ and alice.zip

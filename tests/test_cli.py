@@ -47,6 +47,14 @@ def test_usage_errors_exit_2_with_a_clear_message(args, fragment):
     assert p.returncode == 2 and fragment in p.stderr and "Traceback" not in p.stderr
 
 
+def test_a_fifo_as_the_submission_is_refused_not_waited_on(tmp_path):
+    """grader check --submission on a FIFO waited for a writer forever."""
+    fifo = tmp_path / "neurons.py"
+    os.mkfifo(fifo)
+    p = grader("check", "neurons.heaviside", "--submission", str(fifo))
+    assert p.returncode == 2 and f"{fifo}: not a regular file or a folder (a pipe or a device)" in p.stderr, p.stderr
+
+
 def test_bad_config_exits_2_naming_the_key(tmp_path):
     cfg = tmp_path / "autograde.toml"
     cfg.write_text("[limits]\nmemory = 10\n")

@@ -66,8 +66,10 @@ def discover(root: str, assignment: str | None = None, exclude: str | None = Non
             continue
         if os.path.isdir(full):
             entry, note = _from_folder(name, full, assignment, assignments)
-        elif name.endswith(".zip"):
+        elif name.endswith(".zip") and os.path.isfile(full):
             entry, note = Entry(name[:-4], full, "zip"), ""
+        elif name.endswith(".zip"):         # a FIFO named .zip: reading it would wait forever
+            entry, note = None, f"{name}: skipped (not a regular file: a pipe or a device)"
         else:
             entry, note = None, f"{name}: skipped (not a folder or a .zip)"
         if note:

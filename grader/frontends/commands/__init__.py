@@ -171,6 +171,9 @@ def submission_from(args, config: Config) -> str:
     path = args.submission or resolve(config, config.submission)
     if not os.path.exists(path):
         raise UsageError(f"{path}: no such file or folder (pass --submission PATH)")
+    if not (os.path.isdir(path) or os.path.isfile(path)):       # reading a FIFO would wait for a writer forever
+        raise UsageError(f"{path}: not a regular file or a folder (a pipe or a device); pass --submission a folder, "
+                         ".zip, .py or .ipynb file")
     return path
 
 
