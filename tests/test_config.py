@@ -147,6 +147,7 @@ def test_a_local_due_date_takes_the_timezone_daylight_saving_included(tmp_path):
     ('[deadline]\ndue = "next friday"\nsource = "git"\n', "is not an ISO 8601 date and time: write it as"),
     ('[deadline]\ndue = 2026-03-02\nsource = "git"\n', "has no time of day: write 2026-03-02T23:59:00"),
     (DEADLINE + 'timezone = "Europe/Berln"\n', "unknown time zone 'Europe/Berln' \\(did you mean 'Europe/Berlin'"),
+    (DEADLINE + 'timezone = ""\n', r"\[deadline\] timezone: '' is empty: write an IANA name such as Europe/Berlin"),
     (DEADLINE + "penalty_percent = 150\n", r"penalty_percent: 150 must be between 0 and 100"),
     (DEADLINE + 'penalty_percent = "10%"\n', "penalty_percent: expected a number, got '10%'"),
     (DEADLINE + "grace_minutes = -5\n", "grace_minutes: -5 must be 0 or more"),

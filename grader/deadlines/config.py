@@ -170,6 +170,9 @@ def parse_section(body: Any, src: str) -> DeadlinePolicy:
         if key not in values:
             example = "due = 2026-03-02T12:00:00+01:00" if key == "due" else 'source = "nbgrader"'
             raise ConfigError(f"{src}: [{SECTION}] needs {key} ({example}) — {KEYS[key][2]}")
+    if "timezone" in values and not values["timezone"].strip():
+        raise _fail(src, "timezone", f"{values['timezone']!r} is empty: write an IANA name such as Europe/Berlin, "
+                    "or remove the line (then every time needs its UTC offset)")
     if values.get("timezone"):
         try:
             zone(values["timezone"])
