@@ -55,6 +55,11 @@ def test_a_destination_that_cannot_be_written_is_a_usage_error_before_anything_r
     assert not os.listdir(a_folder)
 
 
+def test_a_folder_for_the_gradescope_bundle_suggests_autograder_zip_in_it(tmp_path, capsys):
+    err = refused(["gradescope", "--out", str(tmp_path)], capsys)
+    assert f"{tmp_path} is a folder: name a file in it, e.g. {tmp_path / 'autograder.zip'}" in err
+
+
 def test_a_writable_destination_is_taken_and_the_check_leaves_nothing(tmp_path):
     from grader.frontends.commands import output_file, output_folder
     nested = tmp_path / "new" / "deeper" / "report.html"

@@ -45,11 +45,12 @@ def color_of(config: Config, flag: str | None = None) -> bool | None:
     return {"always": True, "never": False}.get(flag or config.color)
 
 
-def output_file(path: str) -> str:
+def output_file(path: str, example: str = "report") -> str:
     """argparse type of a file a command writes (--output, --summary): refused at once, exit 2 before
-    anything is graded, where it is a folder or nothing can be written where it would go."""
+    anything is graded, where it is a folder (`example`: the file name the message suggests in it) or
+    nothing can be written where it would go."""
     if os.path.isdir(path):
-        raise argparse.ArgumentTypeError(f"{path} is a folder: name a file in it, e.g. {os.path.join(path, 'report')}")
+        raise argparse.ArgumentTypeError(f"{path} is a folder: name a file in it, e.g. {os.path.join(path, example)}")
     if os.path.exists(path):            # a file to replace or append to, /dev/stdout: its own permission
         if not os.access(path, os.W_OK):
             raise argparse.ArgumentTypeError(f"{path}: no permission to write it; choose another path")

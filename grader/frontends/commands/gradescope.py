@@ -12,12 +12,17 @@ def register(sub) -> None:
                                    "Hidden cases: the secret seed from the environment ([hidden] seed_env) or "
                                    "--secret-seed is stored in the bundle; docs/gradescope.md explains the rest.")
     p.add_argument("names", nargs="*", metavar="EXERCISE_OR_MODULE", help="the assignment's exercises (default: all)")
-    p.add_argument("--out", type=output_file, metavar="ZIP", default="autograder.zip", help="where to write the bundle")
+    p.add_argument("--out", type=bundle_file, metavar="ZIP", default="autograder.zip", help="where to write the bundle")
     seed = p.add_mutually_exclusive_group()
     seed.add_argument("--secret-seed", type=int, metavar="N", help="hidden cases from this seed")
     seed.add_argument("--no-hidden", action="store_true", help="no hidden cases, even if the seed variable is set")
     add_config_argument(p)
     p.set_defaults(func=run)
+
+
+def bundle_file(path: str) -> str:
+    """argparse type of --out: output_file, suggesting autograder.zip in a folder given for it."""
+    return output_file(path, example="autograder.zip")
 
 
 def run(args) -> int:
