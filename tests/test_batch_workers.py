@@ -204,3 +204,15 @@ def test_the_forkserver_imports_the_engine_frozen_before_it_forks_a_worker():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["True", "True", "True"], (out.stdout, out.stderr[-2000:])
+
+
+def test_a_ctrl_c_while_the_forkserver_imports_its_preload_prints_no_traceback():
+    """The forkserver is in the terminal's process group; multiprocessing makes it ignore SIGINT only after
+    its preload: a Ctrl-C during grader batch's start-up printed its KeyboardInterrupt traceback."""
+    code = ("import os, signal, threading\n"
+            "threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()\n"
+            "import grader.frontends.batch.forkserver_preload\n"
+            "print('imported', flush=True)\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout == "imported\n", out.stderr[-2000:]
+    assert "KeyboardInterrupt" not in out.stderr
