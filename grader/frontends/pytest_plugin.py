@@ -38,7 +38,7 @@ import pytest
 from _pytest._code.code import ReprFileLocation, TerminalRepr
 
 from grader import api                # light: the catalog and torch load when an exercise file is collected
-from grader.config import read_toml
+from grader.toml_file import read_toml
 from grader.errors import ConfigError
 from grader.reports.junit import failure_text, headline
 from grader.results import Status
