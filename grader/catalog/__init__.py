@@ -7,7 +7,7 @@
     probes/      localisers: which gate, which time step, which sub-layer went wrong
     judges/      checks that replace the comparison: statistical, behavioural, token lists
     spec.py      the data contract (ExerciseSpec, Case, KnownMistake, Forbidden, Verdict)
-    rules.py     every forbidden-API rule, with its rationale
+    rules/       every forbidden-API rule, with its rationale (and PyTorch's Python implementations of it)
     inputs.py    seeded inputs: numbers, parameter bundles, texts
 
 All of it runs in the parent. What a sandboxed child runs (substitutes, drivers, the child side
