@@ -256,13 +256,19 @@ def test_the_salvage_note_says_what_to_do_with_a_cell_that_works_only_elsewhere(
         assert e.status is Status.PASSED, e.message
         return next(n for n in e.notes if "could not be imported as written" in n)
 
-    cells = [NOTEBOOK.split("display(PATTERN)")[0], "display(PATTERN)", NOTEBOOK.split("display(PATTERN)")[1]]
-    notebook = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": c}
-                          for c in cells], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
-    (tmp_path / "nb").mkdir()
-    (tmp_path / "nb" / "toy.ipynb").write_text(json.dumps(notebook))
+    def notebook(folder, cell):
+        cells = [NOTEBOOK.split("display(PATTERN)")[0], cell, NOTEBOOK.split("display(PATTERN)")[1]]
+        nb = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": c}
+                        for c in cells], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+        folder.mkdir()
+        (folder / "toy.ipynb").write_text(json.dumps(nb))
+        return folder
     assert 'If that is a cell that works only in Jupyter (display, a plot, a check), put it under if __name__ == ' \
-           '"__main__":' in note(tmp_path / "nb")
+           '"__main__":' in note(notebook(tmp_path / "nb", "plt.show()"))
+    # Jupyter's display is left out of a notebook (grader.submission.notebook): it imports as written
+    shown = notebook(tmp_path / "shown", "display(PATTERN)")
+    (e,) = grade(str(shown), [toy("twice")], config, sandbox=sandbox).exercises
+    assert e.status is Status.PASSED and not [n for n in e.notes if "could not be imported" in n], e.notes
     (tmp_path / "pkg").mkdir()
     package = write(tmp_path / "pkg", toy=NOTEBOOK.replace("display(PATTERN)", "import zz_absent_plots\n"
                                                             "zz_absent_plots.style('dark')"))

@@ -50,7 +50,7 @@ def base() -> SubmissionResult:
                         comparisons=(comp,), diagnosis="transposed", failure=None,
                         heatmaps=(Heatmap("out", ((0.0, 1.0),), ((1.0, 0.0),)),))
     hidden = CaseResult(name="hidden 1", status=Status.FAILED, hidden=True, description="withheld",
-                        message="values differ", diagnosis="transposed: x")
+                        message="values differ", diagnosis="transposed: x", fits=("transposed: x", "swapped: y"))
     perf = PerfResult(name="forward", status=Status.FAILED, ratio=3.0, threshold=2.0, message="slow")
     ex = (ExerciseResult(id="attention.causal_mask", status=Status.ERROR, points=0.0, max_points=2.0,
                          cases=(failed, CaseResult(name="T=1", status=Status.PASSED), hidden),

@@ -68,7 +68,7 @@ class Forbidden:
       checks against the installed torch, so that a kernel a new torch adds is named, not missed;
     - `python`: a regular expression naming PyTorch's own Python implementations of the computation
       (`torch._refs.softmax`, `torch._decomp.decompositions.lstm_cell`); "" for the family's. They
-      join the static names and the tripwires (grader.catalog.rules.python_kernels).
+      join the static names (grader.catalog.rules.python_kernels).
     """
 
     name: str

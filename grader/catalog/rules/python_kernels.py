@@ -6,9 +6,11 @@ sees one (a red team's route: nine exercises at full marks, softmax to layer_nor
 
 A rule's implementations are the functions of IMPLEMENTATION_MODULES whose name its `python`
 pattern matches, or where it has none its `family` (grader.catalog.spec.Forbidden).
-They are added to the rule's static names (`torch._refs.softmax` resolved through the imports is
-proof) and to its tripwires (reached by a built name). These are private modules no correct answer
-calls: the course's code is written with public tensor operations.
+They are added to the rule's static names: `torch._refs.softmax` resolved through the imports is
+proof, and these are private modules no correct answer calls. Not to its tripwires: PyTorch compiles
+some of them with TorchScript when forward-mode AD first runs (decompositions_for_jvp), and a
+tripwire in their place made that fail in every child (a function reached by a built name is left
+to the kernel's count, which sees none of them).
 """
 from __future__ import annotations
 
@@ -51,9 +53,6 @@ def _naming(rule: Forbidden) -> re.Pattern:
 
 
 def with_implementations(rule: Forbidden) -> Forbidden:
-    """`rule` with PyTorch's Python implementations of it among its static names and tripwires."""
+    """`rule` with PyTorch's Python implementations of it among its static names."""
     extra = tuple(n for n in implementations(rule) if n not in rule.static)
-    if not extra:
-        return rule
-    return dataclasses.replace(rule, static=rule.static + extra,
-                               patch=rule.patch + tuple(n for n in extra if n not in rule.patch))
+    return dataclasses.replace(rule, static=rule.static + extra) if extra else rule
